@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# kernel.sh - build the pvlock kernel: Debian's Linux 7.3 source + the
+# patch series in kernel/patches + the Rust additions in kernel/rust +
+# tinyconfig with kernel/pvlock.config, built with LLVM=-19.
+#
+# The tree lives in the cache ($PVLOCK_CACHE/linux-<debian version>), outside
+# the repository, and is keyed by everything that went into it:
+#   - nothing changed          -> a few seconds (the key matches)
+#   - a patch / rust/ changed  -> only the patches from the first changed one
+#                                 on are reverted and re-applied, then an
+#                                 incremental build
+#   - the config changed       -> re-configure, incremental build
+#   - empty cache              -> unpack and build from nothing
+#
+# Usage: scripts/kernel.sh [--print-kdir]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(dirname "$here")
+. "$here/lib.sh"
+
+KSRC_TAR=/usr/src/linux-source-$KVER.tar.xz
+TREE=${PVLOCK_KDIR_CACHE:-$PVLOCK_CACHE/linux-$KPKGVER}
+PATCHES=$top/kernel/patches
+OVERLAY=$top/kernel/rust
+FRAG=$top/kernel/pvlock.config
+BASE=tinyconfig
+JOBS=${JOBS:-$(nproc)}
+MK=(make -C "$TREE" LLVM=-"$LLVMV")
+STATE=$TREE/.pvlock
+
+if [ "${1:-}" = --print-kdir ]; then
+	echo "$TREE"
+	exit 0
+fi
+
+# ---------------------------------------------------------------- checks
+for t in "clang-$LLVMV" "ld.lld-$LLVMV" rustc bindgen patch make bc flex bison; do
+	command -v "$t" >/dev/null || die "kernel: '$t' not found; run 'make deps' first"
+done
+[ -e "$KSRC_TAR" ] || die "kernel: $KSRC_TAR not found; run 'make deps' first"
+[ -f "$PATCHES/series" ] || die "kernel: $PATCHES/series missing"
+
+# ---------------------------------------------------------------- the key
+tool_versions() {
+	"clang-$LLVMV" --version | head -1
+	rustc --version
+	bindgen --version
+}
+series=()
+while read -r p; do
+	p=${p%%#*}; p=${p//[[:space:]]/}
+	[ -n "$p" ] && series+=("$p")
+done <"$PATCHES/series"
+for p in "${series[@]}"; do
+	[ -f "$PATCHES/$p" ] || die "kernel: patch '$p' listed in kernel/patches/series does not exist"
+done
+config_key=$( { echo "$KPKGVER $BASE"; cat "$FRAG"; tool_versions; } | sha256sum | cut -c1-16)
+src_key=$( { echo "$KPKGVER"; for p in "${series[@]}"; do echo "$p"; cat "$PATCHES/$p"; done
+	(cd "$OVERLAY" && find . -type f | LC_ALL=C sort | xargs sha256sum); } | sha256sum | cut -c1-16)
+key="$src_key-$config_key"
+
+if [ -f "$STATE/built" ] && [ "$(cat "$STATE/built")" = "$key" ] &&
+	[ -f "$TREE/arch/x86/boot/bzImage" ]; then
+	log "kernel: cached ($key) in $TREE"
+	exit 0
+fi
+
+# ---------------------------------------------------------------- source
+if [ -d "$TREE" ] && [ ! -f "$STATE/unpacked" ]; then
+	warn "kernel: $TREE is incomplete, unpacking again"
+	rm -rf "$TREE"
+fi
+if [ ! -d "$TREE" ]; then
+	log "kernel: unpacking $KSRC_TAR into $TREE"
+	mkdir -p "$(dirname "$TREE")"
+	tmp=$(mktemp -d "$(dirname "$TREE")/.unpack.XXXXXX")
+	tar -C "$tmp" -xf "$KSRC_TAR"
+	mv "$tmp/linux-source-$KVER" "$TREE"
+	rmdir "$tmp"
+	mkdir -p "$STATE/applied"
+	: >"$STATE/applied/series"
+	echo "$KPKGVER" >"$STATE/unpacked"
+fi
+
+# ---------------------------------------------------------------- patches
+# $STATE/applied holds a copy of every patch that is applied, in order. Keep
+# the longest prefix that is identical to the new series, revert the rest.
+mapfile -t applied <"$STATE/applied/series"
+keep=0
+while [ $keep -lt ${#applied[@]} ] && [ $keep -lt ${#series[@]} ] &&
+	[ "${applied[$keep]}" = "${series[$keep]}" ] &&
+	cmp -s "$STATE/applied/${applied[$keep]}" "$PATCHES/${series[$keep]}"; do
+	keep=$((keep + 1))
+done
+for ((i = ${#applied[@]} - 1; i >= keep; i--)); do
+	p=${applied[$i]}
+	log "kernel: reverting $p"
+	if ! patch -d "$TREE" -p1 -R -s --dry-run <"$STATE/applied/$p" >/dev/null 2>&1; then
+		die "kernel: cannot revert $p in $TREE; remove the tree ('make kernel-clean') and rebuild"
+	fi
+	patch -d "$TREE" -p1 -R -s <"$STATE/applied/$p" >/dev/null
+	rm -f "$STATE/applied/$p"
+	sed -i '$d' "$STATE/applied/series"
+done
+for ((i = keep; i < ${#series[@]}; i++)); do
+	p=${series[$i]}
+	log "kernel: applying $p"
+	if ! out=$(patch -d "$TREE" -p1 -N -s --dry-run <"$PATCHES/$p" 2>&1); then
+		printf '%s\n' "$out" | head -5 >&2
+		die "kernel: patch $p does not apply to Linux $KPKGVER"
+	fi
+	patch -d "$TREE" -p1 -N -s <"$PATCHES/$p" >/dev/null
+	cp "$PATCHES/$p" "$STATE/applied/$p"
+	echo "$p" >>"$STATE/applied/series"
+done
+
+# ---------------------------------------------------------------- rust/ overlay
+# Copy only what differs, so unchanged files keep their timestamps; remove
+# files a previous overlay added that are gone now.
+touch "$STATE/overlay.list"
+(cd "$OVERLAY" && find . -type f | LC_ALL=C sort) >"$STATE/overlay.new"
+while read -r f; do
+	grep -qxF "$f" "$STATE/overlay.new" || { log "kernel: removing rust/${f#./}"; rm -f "$TREE/rust/$f"; }
+done <"$STATE/overlay.list"
+while read -r f; do
+	if ! cmp -s "$OVERLAY/$f" "$TREE/rust/$f"; then
+		mkdir -p "$(dirname "$TREE/rust/$f")"
+		cp "$OVERLAY/$f" "$TREE/rust/$f"
+	fi
+done <"$STATE/overlay.new"
+mv "$STATE/overlay.new" "$STATE/overlay.list"
+
+# ---------------------------------------------------------------- config
+if [ ! -f "$TREE/.config" ] || [ "$(cat "$STATE/config" 2>/dev/null)" != "$config_key" ]; then
+	log "kernel: configuring ($BASE + kernel/pvlock.config)"
+	"${MK[@]}" -s rustavailable >/dev/null 2>"$STATE/rustavailable.log" ||
+		{ cat "$STATE/rustavailable.log" >&2; die "kernel: Rust toolchain not usable for the kernel (make rustavailable failed)"; }
+	"${MK[@]}" -s "$BASE" >/dev/null
+	(cd "$TREE" && scripts/kconfig/merge_config.sh -m .config "$FRAG" >/dev/null)
+	"${MK[@]}" -s olddefconfig >/dev/null
+	bad=0
+	while read -r l; do
+		if [[ $l == "# CONFIG_"* ]]; then
+			s=$(awk '{print $2}' <<<"$l")
+			if grep -q "^$s=" "$TREE/.config"; then warn "config: $s is set, the fragment unsets it"; bad=1; fi
+		else
+			s=${l%%=*}
+			got=$(grep -E "^$s=|^# $s is not set" "$TREE/.config" || true)
+			if [ "$got" != "$l" ]; then warn "config: want '$l', olddefconfig gave '${got:-nothing}'"; bad=1; fi
+		fi
+	done < <(grep -E '^(CONFIG_|# CONFIG_)' "$FRAG")
+	[ $bad = 0 ] || die "kernel: kernel/pvlock.config did not survive olddefconfig (see above)"
+	echo "$config_key" >"$STATE/config"
+fi
+
+# ---------------------------------------------------------------- build
+log "kernel: building (make LLVM=-$LLVMV -j$JOBS); log in $STATE/build.log"
+start=$(date +%s)
+if ! "${MK[@]}" -j"$JOBS" >"$STATE/build.log" 2>&1; then
+	grep -E 'error|Error' "$STATE/build.log" | head -20 >&2 || true
+	tail -n 15 "$STATE/build.log" >&2
+	die "kernel: build failed (full log: $STATE/build.log)"
+fi
+if grep -E '(^|/)(arch|kernel|rust|include)/.*(warning:)' "$STATE/build.log" | grep -iE 'pvlock|kvm' >&2; then
+	warn "kernel: the build warned in pvlock code (see above)"
+fi
+echo "$key" >"$STATE/built"
+log "kernel: built in $(($(date +%s) - start)) s: $TREE/arch/x86/boot/bzImage"
