@@ -18,9 +18,6 @@
 #include <asm/paravirt.h>
 #include <asm/qspinlock.h>
 
-typedef void (*rust_pvlock_slowpath_t)(struct qspinlock *lock, u32 val);
-typedef void (*rust_pvlock_unlock_t)(struct qspinlock *lock);
-
 __rust_helper void *rust_helper_pvlock_slowpath_query(void)
 {
 	return static_call_query(queued_spin_lock_slowpath);
@@ -31,12 +28,12 @@ __rust_helper void *rust_helper_pvlock_unlock_query(void)
 	return static_call_query(queued_spin_unlock);
 }
 
-__rust_helper void rust_helper_pvlock_slowpath_update(rust_pvlock_slowpath_t f)
+__rust_helper void rust_helper_pvlock_slowpath_update(void (*f)(struct qspinlock *lock, u32 val))
 {
 	static_call_update(queued_spin_lock_slowpath, f);
 }
 
-__rust_helper void rust_helper_pvlock_unlock_update(rust_pvlock_unlock_t f)
+__rust_helper void rust_helper_pvlock_unlock_update(void (*f)(struct qspinlock *lock))
 {
 	static_call_update(queued_spin_unlock, f);
 }

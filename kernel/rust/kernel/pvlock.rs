@@ -6,6 +6,11 @@
 //! `guest_pvlock` and `host_kvm` stay leaf code.
 
 pub mod abi;
+pub mod guest;
+pub mod kvm;
+pub mod lockops;
+pub mod param;
+pub mod stats;
 
 // The ABI numbers are defined twice, in the C uapi headers and in `abi`
 // (which userspace shares); they must agree.

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Statistics for pvlock's debugfs files: log2 histograms and the text
+//! format of `debugfs_create_u32_array()`.
+
+use crate::{
+    fmt,
+    sync::atomic::{Atomic, Relaxed},
+};
+
+/// Number of buckets of a [`Log2Histogram`]: bucket `k` counts values in
+/// `[2^k, 2^(k+1))`, bucket 0 also counts 0, the last bucket everything
+/// from `2^(BUCKETS-1)` on.
+pub const BUCKETS: usize = 32;
+
+/// The bucket of `v` in a [`Log2Histogram`].
+#[inline]
+pub const fn bucket(v: u64) -> usize {
+    if v == 0 {
+        return 0;
+    }
+    let k = (63 - v.leading_zeros()) as usize;
+    if k >= BUCKETS {
+        BUCKETS - 1
+    } else {
+        k
+    }
+}
+
+/// A histogram of log2 buckets with relaxed atomic counters.
+pub struct Log2Histogram {
+    buckets: [Atomic<u32>; BUCKETS],
+}
+
+impl Default for Log2Histogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Log2Histogram {
+    /// An empty histogram.
+    pub const fn new() -> Self {
+        Self {
+            buckets: [const { Atomic::new(0) }; BUCKETS],
+        }
+    }
+
+    /// Counts `v`.
+    #[inline]
+    pub fn record(&self, v: u64) {
+        self.buckets[bucket(v)].add(1u32, Relaxed);
+    }
+
+    /// The count of bucket `k`.
+    pub fn get(&self, k: usize) -> u32 {
+        self.buckets.get(k).map_or(0, |b| b.load(Relaxed))
+    }
+
+    /// Zeroes every bucket.
+    pub fn clear(&self) {
+        for b in &self.buckets {
+            b.store(0, Relaxed);
+        }
+    }
+}
+
+/// Writes `values` the way `debugfs_create_u32_array()` shows an array:
+/// separated by single spaces, a newline after the last.
+pub fn write_u32_array(
+    f: &mut fmt::Formatter<'_>,
+    values: impl IntoIterator<Item = u32>,
+) -> fmt::Result {
+    let mut first = true;
+    for v in values {
+        if first {
+            write!(f, "{v}")?;
+            first = false;
+        } else {
+            write!(f, " {v}")?;
+        }
+    }
+    writeln!(f)
+}
