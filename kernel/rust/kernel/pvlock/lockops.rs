@@ -81,7 +81,7 @@ impl QSpinLock {
 
     /// The whole lock word.
     #[inline]
-    pub fn val(&self) -> &Atomic<u32> {
+    pub fn word(&self) -> &Atomic<u32> {
         // SAFETY: By the type invariant the lock is live; `val` is an aligned
         // 32-bit word at offset 0 that is only accessed atomically.
         unsafe { Atomic::from_ptr(self.0.get().cast::<u32>()) }
@@ -89,22 +89,29 @@ impl QSpinLock {
 
     /// The locked byte (byte 0).
     #[inline]
-    pub fn locked(&self) -> &Atomic<i8> {
-        // SAFETY: As in `val()`; byte 0 of the word is the locked byte.
+    pub fn locked_byte(&self) -> &Atomic<i8> {
+        // SAFETY: As in `word()`; byte 0 of the word is the locked byte.
         unsafe { Atomic::from_ptr(self.0.get().cast::<i8>()) }
+    }
+
+    /// The pending byte (byte 1).
+    #[inline]
+    pub fn pending_byte(&self) -> &Atomic<i8> {
+        // SAFETY: As in `word()`; byte 1 of the word is the pending byte.
+        unsafe { Atomic::from_ptr(self.0.get().cast::<i8>().add(1)) }
     }
 
     /// The locked and pending bytes (bytes 0-1).
     #[inline]
-    pub fn locked_pending(&self) -> &Atomic<i16> {
-        // SAFETY: As in `val()`; bytes 0-1 are `locked_pending`, 2-aligned.
+    pub fn locked_pending_half(&self) -> &Atomic<i16> {
+        // SAFETY: As in `word()`; bytes 0-1 are `locked_pending`, 2-aligned.
         unsafe { Atomic::from_ptr(self.0.get().cast::<i16>()) }
     }
 
     /// The tail (bytes 2-3).
     #[inline]
-    pub fn tail(&self) -> &Atomic<i16> {
-        // SAFETY: As in `val()`; bytes 2-3 are `tail`, 2-aligned, in bounds.
+    pub fn tail_half(&self) -> &Atomic<i16> {
+        // SAFETY: As in `word()`; bytes 2-3 are `tail`, 2-aligned, in bounds.
         unsafe { Atomic::from_ptr(self.0.get().cast::<i16>().add(1)) }
     }
 
@@ -237,7 +244,7 @@ pub fn nopvspin() -> bool {
 unsafe extern "C" fn bridge_slowpath(lock: *mut bindings::qspinlock, _val: u32) {
     // SAFETY: The static call passes the live lock being acquired.
     let lock = unsafe { QSpinLock::from_raw(lock) };
-    let val = lock.val();
+    let val = lock.word();
     loop {
         if val.load(Relaxed) == 0 && val.cmpxchg(0, Q_LOCKED_VAL, Acquire).is_ok() {
             return;

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! guest_pvlock's module parameters (`/sys/module/guest_pvlock/parameters/`).
+
+use kernel::pvlock::param::{BoolParam, U32Param};
+use kernel::sync::atomic::{Atomic, Relaxed};
+
+/// Spin loops before halting when neither parameter nor host says
+/// otherwise; upstream's `SPIN_THRESHOLD`.
+pub(crate) const DEFAULT_SPIN_THRESHOLD: u32 = 1 << 15;
+/// The largest spin threshold accepted.
+pub(crate) const MAX_SPIN_THRESHOLD: u32 = 1 << 26;
+
+pub(crate) static ENABLE: BoolParam = BoolParam::new(true);
+kernel::pvlock_module_param!(enable: BoolParam = ENABLE, 0o444,
+    "Install the pvlock spinlock at load (default Y); N keeps the lock the kernel runs");
+
+pub(crate) static SPIN_THRESHOLD: U32Param = U32Param::new(0, 0, MAX_SPIN_THRESHOLD);
+kernel::pvlock_module_param!(spin_threshold: U32Param = SPIN_THRESHOLD, 0o644,
+    "Spin loops before a waiter halts while the vCPU it waits for runs; 0: the host's recommendation, else 32768");
+
+pub(crate) static STATS: BoolParam = BoolParam::new(true);
+kernel::pvlock_module_param!(stats: BoolParam = STATS, 0o644,
+    "Keep statistics in debugfs pvlock/ (default Y)");
+
+/// `kick=0`: the project hypercall when the host offers it, else
+/// `KVM_HC_KICK_CPU`; `1`: always `KVM_HC_KICK_CPU`; `2`: only the project
+/// hypercall.
+pub(crate) static KICK: U32Param = U32Param::new(0, 0, 2);
+kernel::pvlock_module_param!(kick: U32Param = KICK, 0o444,
+    "Kick hypercall: 0 auto (default), 1 KVM_HC_KICK_CPU, 2 KVM_HC_PVLOCK_KICK");
+
+/// The spin threshold the host recommends (`KVM_HC_PVLOCK_GET_PARAM`), 0
+/// for none.
+pub(crate) static HOST_SPIN_THRESHOLD: Atomic<u32> = Atomic::new(0);
+
+/// The spin threshold in effect.
+#[inline]
+pub(crate) fn effective_spin_threshold() -> u32 {
+    match SPIN_THRESHOLD.get() {
+        0 => match HOST_SPIN_THRESHOLD.load(Relaxed) {
+            0 => DEFAULT_SPIN_THRESHOLD,
+            h => h,
+        },
+        t => t,
+    }
+}

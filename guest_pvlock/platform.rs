@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The kernel under `algo.rs`: the lock word of a kernel `qspinlock` and a
+//! KVM guest as the [`Platform`].
+
+use crate::algo::{Kick, LockWord, Platform};
+use crate::params;
+use kernel::pvlock::{
+    guest,
+    lockops::QSpinLock,
+};
+use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed};
+
+impl LockWord for QSpinLock {
+    #[inline]
+    fn val(&self) -> u32 {
+        self.word().load(Relaxed)
+    }
+
+    #[inline]
+    fn cmpxchg_val(&self, old: u32, new: u32) -> Result<u32, u32> {
+        self.word().cmpxchg(old, new, Acquire)
+    }
+
+    #[inline]
+    fn cmpxchg_locked(&self, old: u8, new: u8) -> Result<u8, u8> {
+        self.locked_byte()
+            .cmpxchg(old as i8, new as i8, Acquire)
+            .map(|v| v as u8)
+            .map_err(|v| v as u8)
+    }
+
+    #[inline]
+    fn xchg_locked(&self, new: u8) -> u8 {
+        self.locked_byte().xchg(new as i8, Full) as u8
+    }
+
+    #[inline]
+    fn locked(&self) -> u8 {
+        self.locked_byte().load(Relaxed) as u8
+    }
+
+    #[inline]
+    fn set_locked(&self, v: u8) {
+        self.locked_byte().store(v as i8, Relaxed)
+    }
+
+    #[inline]
+    fn release_locked(&self, v: u8) {
+        self.locked_byte().store(v as i8, kernel::sync::atomic::Release)
+    }
+
+    #[inline]
+    fn set_pending(&self, v: u8) {
+        self.pending_byte().store(v as i8, Relaxed)
+    }
+
+    #[inline]
+    fn cmpxchg_locked_pending(&self, old: u16, new: u16) -> bool {
+        self.locked_pending_half()
+            .cmpxchg(old as i16, new as i16, Acquire)
+            .is_ok()
+    }
+
+    #[inline]
+    fn xchg_tail(&self, tail: u32) -> u32 {
+        ((self.tail_half().xchg((tail >> 16) as u16 as i16, Relaxed) as u16) as u32) << 16
+    }
+
+    #[inline]
+    fn addr(&self) -> usize {
+        QSpinLock::addr(self)
+    }
+}
+
+/// How the unlocker kicks.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u32)]
+pub(crate) enum KickMethod {
+    /// Upstream's `KVM_HC_KICK_CPU` (`KVM_FEATURE_PV_UNHALT`).
+    KickCpu = 1,
+    /// The project's `KVM_HC_PVLOCK_KICK` (`KVM_FEATURE_PVLOCK_KICK`).
+    Pvlock = 2,
+}
+
+impl KickMethod {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            KickMethod::KickCpu => "kvm_hc_kick_cpu",
+            KickMethod::Pvlock => "kvm_hc_pvlock_kick",
+        }
+    }
+}
+
+/// The kick method in use; may fall back from `Pvlock` to `KickCpu` at
+/// run time if the host withdraws the project hypercall.
+pub(crate) static KICK_METHOD: Atomic<u32> = Atomic::new(KickMethod::KickCpu as u32);
+/// Whether `KVM_HC_KICK_CPU` is available as a fallback.
+pub(crate) static HAVE_KICK_CPU: Atomic<bool> = Atomic::new(false);
+/// Kicks that failed for lack of any working hypercall.
+pub(crate) static KICK_FAILURES: Atomic<u64> = Atomic::new(0);
+
+pub(crate) fn kick_method() -> KickMethod {
+    if KICK_METHOD.load(Relaxed) == KickMethod::Pvlock as u32 {
+        KickMethod::Pvlock
+    } else {
+        KickMethod::KickCpu
+    }
+}
+
+/// The KVM guest this module runs in.
+pub(crate) struct Guest;
+
+impl Platform for Guest {
+    #[inline]
+    fn cpu(&self) -> usize {
+        guest::this_cpu() as usize
+    }
+
+    #[inline]
+    fn relax(&self) {
+        kernel::processor::cpu_relax()
+    }
+
+    #[inline]
+    fn halt_if(&self, cond: impl FnOnce() -> bool) -> bool {
+        guest::halt_if(cond)
+    }
+
+    fn kick(&self, cpu: usize) -> Kick {
+        let apic = guest::apic_id(cpu as u32);
+        if kick_method() == KickMethod::Pvlock {
+            match guest::pvlock_kick(apic) {
+                Ok(guest::Kick::Woken) => return Kick::Delivered,
+                Ok(guest::Kick::NotHalted) => return Kick::NotHalted,
+                Err(_) => {
+                    // The host withdrew the hypercall (host_kvm unloaded):
+                    // fall back for good.
+                    KICK_METHOD.store(KickMethod::KickCpu as u32, Relaxed);
+                }
+            }
+        }
+        if HAVE_KICK_CPU.load(Relaxed) {
+            guest::kick_cpu(apic);
+        } else {
+            KICK_FAILURES.add(1u64, Relaxed);
+        }
+        Kick::Delivered
+    }
+
+    #[inline]
+    fn preempted(&self, cpu: usize) -> bool {
+        guest::vcpu_is_preempted(cpu as u32)
+    }
+
+    #[inline]
+    fn now(&self) -> u64 {
+        guest::local_clock()
+    }
+
+    #[inline]
+    fn spin_threshold(&self) -> u32 {
+        params::effective_spin_threshold()
+    }
+
+    #[inline]
+    fn stats_enabled(&self) -> bool {
+        params::STATS.get()
+    }
+}
