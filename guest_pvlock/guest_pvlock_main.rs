@@ -240,13 +240,15 @@ impl kernel::Module for GuestPvlock {
                 );
                 platform::KICK_METHOD.store(method as u32, kernel::sync::atomic::Relaxed);
                 LOCK.zero_stats();
+                let t0 = guest::local_clock();
                 // SAFETY: `our_ops()` is `Pvlock`, a `QueuedLock`, with the
                 // callee-saved thunk that calls its unlock slowpath for any
                 // locked byte but 1. Its code stays until `drop()` switched
                 // back. Module init and exit are serialised.
                 let previous = unsafe { lockops::switch(our_ops()) };
                 pr_info!(
-                    "installed (was {}): kick {}, spin threshold {}\n",
+                    "installed in {} ms (was {}): kick {}, spin threshold {}\n",
+                    (guest::local_clock() - t0) / 1_000_000,
                     before.name(),
                     method.name(),
                     params::effective_spin_threshold()
@@ -301,12 +303,14 @@ impl kernel::Module for GuestPvlock {
 impl Drop for GuestPvlock {
     fn drop(&mut self) {
         if let Some(prev) = self.previous.take() {
+            let t0 = guest::local_clock();
             // SAFETY: `prev` are the kernel's own lock ops that were in place
             // before `init()` (native or upstream PV, kernel text). After the
             // switch no CPU runs this module's lock code.
             unsafe { lockops::switch(prev) };
             pr_info!(
-                "uninstalled, lock ops: {} (slow acquisitions {}, kicks {})\n",
+                "uninstalled in {} ms, lock ops: {} (slow acquisitions {}, kicks {})\n",
+                (guest::local_clock() - t0) / 1_000_000,
                 Kind::current().name(),
                 LOCK.counter(algo::Counter::TakenSlow),
                 LOCK.counter(algo::Counter::Kicks)

@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: GPL-2.0
+# /lib/pvlock.sh - the step functions the vmtest plans call (busybox sh).
+# Every function prints its results as "@@PV <level>.<name> <event> <data>".
+
+LV="L$pv_level.$pv_name"
+mark() { echo "@@PV $LV $*"; }
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+elapsed() { awk -v a="$1" -v b="$(uptime_s)" 'BEGIN { printf "%.2f", b - a }'; }
+
+# step ID TIMEOUT FUNCTION ARGS...: run a step, bounded, with begin/end marks.
+step() {
+	id=$1; to=$2; shift 2
+	mark step-begin "$id $*"
+	t0=$(uptime_s)
+	"$@" &
+	pid=$!
+	( sleep "$to"; kill -0 $pid 2>/dev/null && { mark step-timeout "$id after ${to}s"; kill -9 $pid; } ) &
+	wd=$!
+	wait $pid
+	rc=$?
+	kill $wd 2>/dev/null
+	mark step-end "$id rc=$rc secs=$(elapsed "$t0")"
+	return 0
+}
+
+# Module parameters from the kernel command line, as modprobe applies them:
+# "<module>.<param>=<value>" words.
+cmdline_params() {
+	for w in $(cat /proc/cmdline); do
+		case "$w" in "$1".*=*) echo -n "${w#"$1".} " ;; esac
+	done
+}
+
+# load MODULE [PARAMS...]: insmod with the command line's MODULE.* first.
+load() {
+	m=$1; shift
+	ko=$(find /lib/modules -name "$m.ko" | head -1)
+	[ -n "$ko" ] || { mark error "no module $m"; return 1; }
+	p="$(cmdline_params "$m")$*"
+	if out=$(insmod "$ko" $p 2>&1); then
+		mark module "$m loaded params=[$p]"
+	else
+		mark module "$m failed params=[$p] error=[$out]"
+		dmesg | grep -E "$m|pvlock" | tail -5 | while read -r l; do mark dmesg "$l"; done
+		return 1
+	fi
+	dmesg | grep -E "^(\[[ 0-9.]*\] )?($m|guest_pvlock|host_kvm):" | tail -3 | while read -r l; do mark dmesg "$l"; done
+	return 0
+}
+
+unload() {
+	if rmmod "$1" 2>/dev/null; then mark module "$1 unloaded"; else mark module "$1 unload-failed"; return 1; fi
+}
+
+# params MODULE: one line with every sysfs parameter.
+params() {
+	d=/sys/module/$1/parameters
+	[ -d "$d" ] || return 0
+	s=""
+	for f in "$d"/*; do s="$s $(basename "$f")=$(cat "$f")"; done
+	mark params "$1$s"
+}
+
+# stat: a pvlock-stat JSON snapshot of every pvlock debugfs directory.
+stat() {
+	if out=$(pvlock-stat --json 2>&1); then
+		mark stat "$out"
+	else
+		mark stat-error "$out"
+	fi
+}
+
+# info: the guest module's view of the lock ops.
+info() {
+	if [ -r /sys/kernel/debug/pvlock/info ]; then
+		mark info "$(tr '\n' ';' </sys/kernel/debug/pvlock/info)"
+	fi
+	dmesg | grep -i -E "PV spinlocks|guest_pvlock:|host_kvm:" | while read -r l; do mark dmesg "$l"; done
+}
+
+# locktorture TYPE WRITERS SECONDS [EXTRA...]: one locktorture run, its
+# summary lines and verdict.
+locktorture() {
+	type=$1; nw=$2; secs=$3; shift 3
+	[ "$nw" = 0 ] && nw=$((2 * $(nproc)))
+	dmesg -c >/dev/null
+	t0=$(uptime_s)
+	if ! out=$(modprobe_lt torture_type="$type" nwriters_stress="$nw" stat_interval=0 stutter=0 "$@" 2>&1); then
+		mark locktorture "error=[$out]"
+		return 1
+	fi
+	sleep "$secs"
+	rmmod locktorture
+	secs_run=$(elapsed "$t0")
+	rmmod torture 2>/dev/null
+	dmesg | grep -E "Writes:|Reads:|End of test|lock-torture:.*(FAIL|SUCCESS)" | while read -r l; do mark lt "$l"; done
+	mark locktorture "type=$type writers=$nw secs=$secs_run"
+}
+modprobe_lt() {
+	insmod "$(find /lib/modules -name torture.ko | head -1)" 2>/dev/null
+	insmod "$(find /lib/modules -name locktorture.ko | head -1)" "$@"
+}
+
+# loadloop N SECONDS: load and unload guest_pvlock N times, SECONDS apart.
+loadloop() {
+	n=$1; s=$2; i=0; ok=0
+	while [ $i -lt "$n" ]; do
+		i=$((i + 1))
+		load guest_pvlock >/dev/null && sleep "$s" && unload guest_pvlock >/dev/null && ok=$((ok + 1))
+		sleep "$s"
+	done
+	mark loadloop "cycles=$n ok=$ok"
+}
+
+# warnings: kernel warnings, oopses and lockups seen so far.
+warnings() {
+	n=$(dmesg | grep -c -E "WARNING:|BUG:|Oops|soft lockup|hard LOCKUP|rcu.*stall|Call Trace")
+	mark warnings "count=$n"
+	dmesg | grep -E "WARNING:|BUG:|Oops|soft lockup|hard LOCKUP|rcu.*stall" | head -5 | while read -r l; do mark dmesg "$l"; done
+}
+
+sh_step() { sh -c "$1" 2>&1 | while read -r l; do mark out "$l"; done; }
+
+# --- L1 only -----------------------------------------------------------------
+
+hostroot() {
+	[ -d /host/usr ] && return 0
+	mkdir -p /host
+	mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose hostroot /host || return 1
+	mount -t proc proc /host/proc
+	mount -t sysfs sysfs /host/sys
+	mount -t devtmpfs devtmpfs /host/dev
+	mount -t tmpfs tmpfs /host/run
+}
+
+HT=/sys/kernel/tracing/events/kvm/kvm_hypercall
+hist_start() { echo 'hist:keys=nr:vals=hitcount:sort=nr' >"$HT/trigger"; }
+hist_stop() {
+	s=$(grep -E '^\{ nr:' "$HT/hist" | sed 's/[{}]//g; s/ nr: *\([0-9]*\) *hitcount: *\([0-9]*\)/\1:\2/' | tr '\n' ' ')
+	mark hypercalls "$1 $s"
+	echo '!hist:keys=nr:vals=hitcount:sort=nr' >"$HT/trigger"
+}
+
+# l2 GROUP COUNT CPUS MEM TIMEOUT "CMDLINE": boot COUNT L2 guests of GROUP in
+# parallel (each runs /plan/L2-GROUP.sh), prefix their console lines.
+l2() {
+	g=$1; n=$2; cpus=$3; mem=$4; to=$5; cmd=$6
+	hostroot || { mark error "cannot mount the host root over 9p"; return 1; }
+	hist_start
+	i=1
+	while [ $i -le "$n" ]; do
+		(
+			timeout "$to" chroot /host qemu-system-x86_64 -accel kvm -cpu host \
+				-smp "$cpus" -m "$mem" -nographic -monitor none -no-reboot \
+				-kernel "$pv_kernel" -initrd "$pv_initrd" \
+				-append "console=ttyS0 panic=-1 oops=panic quiet pv_level=2 pv_group=$g pv_name=$g.$i $cmd" \
+				</dev/null 2>&1
+			echo "@@PV $LV l2-exit $g.$i rc=$?"
+		) | while IFS= read -r l; do echo "[L2.$g.$i] $l"; done &
+		i=$((i + 1))
+	done
+	wait
+	hist_stop "$g"
+}
+
+kvmtest() { pvlock-kvmtest "$@" 2>&1 | while IFS= read -r l; do mark kvmtest "$l"; done; }
