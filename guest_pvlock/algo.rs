@@ -221,6 +221,20 @@ macro_rules! maybe_const_fn {
     };
 }
 
+// An array of `$n` values of `$e`, in constant context where possible.
+#[cfg(not(loom))]
+macro_rules! arr {
+    ($e:expr; $n:expr) => {
+        [const { $e }; $n]
+    };
+}
+#[cfg(loom)]
+macro_rules! arr {
+    ($e:expr; $n:expr) => {
+        core::array::from_fn(|_| $e)
+    };
+}
+
 /// A CPU's statistics.
 #[repr(align(64))]
 pub(crate) struct CpuStats {
@@ -232,8 +246,8 @@ impl CpuStats {
     maybe_const_fn! {
         fn new() -> Self {
             Self {
-                counters: [const { AtomicU64::new(0) }; NR_COUNTERS],
-                hist: [const { [const { AtomicU32::new(0) }; HIST_BUCKETS] }; NR_HISTOGRAMS],
+                counters: arr![AtomicU64::new(0); NR_COUNTERS],
+                hist: arr![arr![AtomicU32::new(0); HIST_BUCKETS]; NR_HISTOGRAMS],
             }
         }
     }
@@ -318,9 +332,9 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
         pub(crate) fn new() -> Self {
             assert!(NHASH.is_power_of_two() && NHASH >= NCPU * MAX_NODES);
             Self {
-                nodes: [const { [const { Node::new() }; MAX_NODES] }; NCPU],
-                hash: [const { HashEntry::new() }; NHASH],
-                stats: [const { CpuStats::new() }; NCPU],
+                nodes: arr![arr![Node::new(); MAX_NODES]; NCPU],
+                hash: arr![HashEntry::new(); NHASH],
+                stats: arr![CpuStats::new(); NCPU],
             }
         }
     }

@@ -141,26 +141,43 @@ hist_stop() {
 	echo '!hist:keys=nr:vals=hitcount:sort=nr' >"$HT/trigger"
 }
 
-# l2 GROUP COUNT CPUS MEM TIMEOUT "CMDLINE": boot COUNT L2 guests of GROUP in
-# parallel (each runs /plan/L2-GROUP.sh), prefix their console lines.
+# l2 TIMEOUT SPEC...: boot L2 guests, all specs at once, and wait for them.
+# SPEC is GROUP:COUNT:CPUS:MEM:CPUMODEL; $pv_l2cmd_GROUP holds the group's
+# extra kernel command line. Each guest runs /plan/L2-GROUP.sh and its
+# console lines are relayed with a "[GROUP-I] " prefix.
 l2() {
-	g=$1; n=$2; cpus=$3; mem=$4; to=$5; cmd=$6
+	to=$1; shift
 	hostroot || { mark error "cannot mount the host root over 9p"; return 1; }
 	hist_start
-	i=1
-	while [ $i -le "$n" ]; do
-		(
-			timeout "$to" chroot /host qemu-system-x86_64 -accel kvm -cpu host \
-				-smp "$cpus" -m "$mem" -nographic -monitor none -no-reboot \
-				-kernel "$pv_kernel" -initrd "$pv_initrd" \
-				-append "console=ttyS0 panic=-1 oops=panic quiet pv_level=2 pv_group=$g pv_name=$g.$i $cmd" \
-				</dev/null 2>&1
-			echo "@@PV $LV l2-exit $g.$i rc=$?"
-		) | while IFS= read -r l; do echo "[L2.$g.$i] $l"; done &
-		i=$((i + 1))
+	for spec in "$@"; do
+		g=${spec%%:*}; r=${spec#*:}
+		n=${r%%:*}; r=${r#*:}
+		cpus=${r%%:*}; r=${r#*:}
+		mem=${r%%:*}; model=${r#*:}
+		eval "cmd=\${pv_l2cmd_$g}"
+		i=1
+		while [ $i -le "$n" ]; do
+			(
+				timeout "$to" chroot /host qemu-system-x86_64 -accel kvm -cpu "$model" \
+					-smp "$cpus" -m "$mem" -nographic -monitor none -no-reboot \
+					-kernel "$pv_kernel" -initrd "$pv_initrd" \
+					-append "console=ttyS0 panic=-1 oops=panic quiet no-kvmapf pv_level=2 pv_group=$g pv_name=$g-$i $cmd" \
+					</dev/null 2>&1
+				echo "@@PV $LV l2-exit $g-$i rc=$?"
+			) | while IFS= read -r l; do
+				echo "[$g-$i] $l"
+				# An L2 "hcmark LABEL": count the hypercalls since the last mark.
+				case "$l" in *"@@PV "*" hcmark "*) hist_stop "$g-$i:${l##* hcmark }"; hist_start ;; esac
+			done &
+			i=$((i + 1))
+		done
 	done
 	wait
-	hist_stop "$g"
+	hist_stop "all"
 }
+
+# hcmark LABEL (L2): L1 reports the hypercalls since the previous mark (or
+# since the guests started) under "<instance>:LABEL".
+hcmark() { mark hcmark "$1"; sleep 1; }
 
 kvmtest() { pvlock-kvmtest "$@" 2>&1 | while IFS= read -r l; do mark kvmtest "$l"; done; }

@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: GPL-2.0
+# pvlock: paravirtual spinlocks for KVM, in Rust.
+#
+#   make demo       set everything up, boot a host and a guest, show PV locks
+#                   working with their statistics
+#   make test       every test: unit, model check, build, lint, VM scenarios
+#
+#   make deps       install what this machine lacks (idempotent)
+#   make kernel     the patched Linux 7.3, cached outside the repository
+#   make print-kdir the built kernel tree
+#   make [modules]  guest_pvlock.ko and host_kvm.ko (KDIR=... to build
+#                   against another patched 7.3 tree)
+#   make tools      the userspace tools (tools/)
+#   make check      rustfmt and clippy, kernel modules and tools
+#   make vmtest SCENARIO="name ..."   run VM scenarios (default: the fast set)
+#   make bench [QUICK=1]              the benchmark (tools/pvlock-bench)
+#   make clean / kernel-clean
+
+SHELL := /bin/bash
+LLVM_SUFFIX := -19
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
+
+KDIR ?= $(shell scripts/kernel.sh --print-kdir)
+KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM_SUFFIX)
+CARGO = cargo
+TOOLS = tools
+STATIC_TARGET = x86_64-unknown-linux-gnu
+STATIC_BIN = $(TOOLS)/target/$(STATIC_TARGET)/release
+HOST_BIN = $(TOOLS)/target/release
+VMTEST = $(HOST_BIN)/vmtest --kdir $(KDIR) --repo $(CURDIR) --tools-bin $(STATIC_BIN)
+RS_MODULE_FILES = $(wildcard guest_pvlock/*.rs host_kvm/*.rs)
+RS_KERNEL_FILES = $(shell find kernel/rust -name '*.rs')
+
+.PHONY: all modules deps kernel print-kdir tools static-tools host-tools check \
+	check-modules check-tools test test-unit model vmtest demo bench clean \
+	kernel-clean check-kdir
+
+all: modules
+
+deps:
+	@scripts/deps.sh
+
+kernel:
+	@scripts/kernel.sh
+
+print-kdir:
+	@echo $(KDIR)
+
+check-kdir:
+	@if [ ! -f "$(KDIR)/Makefile" ]; then \
+		echo "pvlock: error: KDIR=$(KDIR) is not a kernel tree (run 'make kernel', or point KDIR at a patched Linux 7.3 build)" >&2; exit 1; fi
+	@if [ ! -f "$(KDIR)/include/config/kernel.release" ] || [ ! -f "$(KDIR)/Module.symvers" ]; then \
+		echo "pvlock: error: KDIR=$(KDIR) is not built (run 'make kernel')" >&2; exit 1; fi
+	@if ! grep -q '^CONFIG_RUST=y' "$(KDIR)/.config"; then \
+		echo "pvlock: error: KDIR=$(KDIR) is built without CONFIG_RUST" >&2; exit 1; fi
+	@if [ ! -f "$(KDIR)/include/linux/kvm_pvlock.h" ] || [ ! -f "$(KDIR)/rust/kernel/pvlock.rs" ]; then \
+		echo "pvlock: error: KDIR=$(KDIR) lacks the pvlock patches (kernel/patches); build it with 'make kernel'" >&2; exit 1; fi
+
+modules: check-kdir
+	@log=$$(mktemp); \
+	if ! $(KMAKE) modules >$$log 2>&1; then \
+		grep -E '^(error|warning)|error:' -A6 $$log | head -60 >&2; \
+		echo "pvlock: error: module build failed (make -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM_SUFFIX) modules)" >&2; \
+		rm -f $$log; exit 1; fi; \
+	if grep -E '^warning|warning:' $$log >&2; then \
+		echo "pvlock: error: the module build warned (see above)" >&2; rm -f $$log; exit 1; fi; \
+	rm -f $$log; ls -1 guest_pvlock/guest_pvlock.ko host_kvm/host_kvm.ko
+
+static-tools:
+	@command -v $(CARGO) >/dev/null || { echo "pvlock: error: cargo not found (run 'make deps')" >&2; exit 1; }
+	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --quiet --release \
+		--manifest-path $(TOOLS)/Cargo.toml --target $(STATIC_TARGET) \
+		-p pvlock-stat -p pvlock-kvmtest
+
+host-tools:
+	$(CARGO) build --quiet --release --manifest-path $(TOOLS)/Cargo.toml -p vmtest -p pvlock-bench
+
+tools: static-tools host-tools
+
+check: check-modules check-tools
+
+check-modules: check-kdir
+	@rustfmt --edition 2021 --check --config-path $(KDIR)/.rustfmt.toml \
+		$(RS_MODULE_FILES) $(RS_KERNEL_FILES) || \
+		{ echo "pvlock: error: rustfmt would change the files above" >&2; exit 1; }
+	@log=$$(mktemp); touch $(RS_MODULE_FILES); \
+	if ! $(KMAKE) CLIPPY=1 modules >$$log 2>&1 || grep -qE '^(warning|error)' $$log; then \
+		grep -E '^(warning|error)' -A8 $$log | head -80 >&2; \
+		echo "pvlock: error: clippy (CLIPPY=1) is not clean" >&2; rm -f $$log; exit 1; fi; \
+	rm -f $$log; echo "modules: rustfmt and clippy clean"
+
+check-tools:
+	$(CARGO) fmt --manifest-path $(TOOLS)/Cargo.toml --all --check
+	$(CARGO) clippy --quiet --manifest-path $(TOOLS)/Cargo.toml --workspace --all-targets -- -D warnings
+	@echo "tools: rustfmt and clippy clean"
+
+test-unit:
+	$(CARGO) test --quiet --manifest-path $(TOOLS)/Cargo.toml --workspace
+
+model:
+	RUSTFLAGS="--cfg loom" $(CARGO) test --quiet --release --manifest-path $(TOOLS)/Cargo.toml \
+		-p pvlock-model --target-dir $(TOOLS)/target/loom
+
+SCENARIO ?=
+vmtest: modules tools
+	$(VMTEST) run $(if $(SCENARIO),$(SCENARIO),--fast)
+
+test: deps kernel
+	$(MAKE) modules tools
+	$(MAKE) check
+	$(MAKE) test-unit
+	$(MAKE) model
+	$(VMTEST) run --all
+
+demo: deps kernel
+	$(MAKE) modules tools
+	$(VMTEST) run demo --console
+
+QUICK ?=
+bench: modules tools
+	$(HOST_BIN)/pvlock-bench --kdir $(KDIR) --repo $(CURDIR) --tools-bin $(STATIC_BIN) $(if $(QUICK),--quick)
+
+clean:
+	-$(KMAKE) clean >/dev/null 2>&1
+	rm -rf build
+
+kernel-clean:
+	rm -rf "$(KDIR)"

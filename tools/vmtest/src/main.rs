@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! vmtest: boots the pvlock kernel as a KVM host (L1, QEMU TCG with nested
+//! SVM) and, inside it, as KVM guests (L2), runs declarative scenarios
+//! (`tests/scenarios/*.toml`) and judges them.
+//!
+//! Every run is bounded (a whole-run timeout, and a timeout per step inside
+//! the guests); QEMU dies with the harness (Ctrl-C included); each run
+//! leaves `<out>/<scenario>.json` and the console logs. A run that failed
+//! the way nested TCG sometimes fails (a guest that vanishes without a
+//! kernel message, a stalled guest timer) is retried, visibly, as many
+//! times as the scenario allows.
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use vmtest::run::{self, Config, INTERRUPTED};
+use vmtest::scenario::Scenario;
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "Boot pvlock kernels under QEMU (L1 KVM host, L2 KVM guests) and run test scenarios",
+    after_help = "Examples:\n  vmtest --kdir ~/.cache/pvlock/linux-7.3.4-1~bpo13+1 run --fast\n  vmtest --kdir $KDIR run upstream-pv pvlock-kick --console\n  vmtest list\n  vmtest plan upstream-pv"
+)]
+struct Cli {
+    /// The built kernel tree (make print-kdir).
+    #[arg(long, env = "KDIR", global = true)]
+    kdir: Option<PathBuf>,
+    /// The repository root.
+    #[arg(long, global = true, default_value = ".")]
+    repo: PathBuf,
+    /// Where the statically linked tools are.
+    #[arg(long, global = true)]
+    tools_bin: Option<PathBuf>,
+    /// Results and console logs.
+    #[arg(long, global = true, default_value = "build/vmtest")]
+    out: PathBuf,
+    /// Cache of initramfs images.
+    #[arg(long, global = true)]
+    cache: Option<PathBuf>,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run scenarios (names from tests/scenarios/ or paths).
+    Run {
+        scenarios: Vec<String>,
+        /// Every scenario marked `fast = true`.
+        #[arg(long)]
+        fast: bool,
+        /// Every scenario.
+        #[arg(long)]
+        all: bool,
+        /// Retries after platform failures (default: each scenario's own).
+        #[arg(long)]
+        retries: Option<u32>,
+        /// Echo the whole console instead of a progress line.
+        #[arg(long)]
+        console: bool,
+        /// QEMU binary.
+        #[arg(long, default_value = "qemu-system-x86_64")]
+        qemu: String,
+        /// Extra file for the initramfs, HOST_PATH:IMAGE_PATH.
+        #[arg(long = "extra")]
+        extra: Vec<String>,
+    },
+    /// List the scenarios.
+    List,
+    /// Print the plans a scenario generates.
+    Plan { scenario: String },
+}
+
+fn scenario_dir(repo: &Path) -> PathBuf {
+    repo.join("tests/scenarios")
+}
+
+fn all_scenarios(repo: &Path) -> Result<Vec<Scenario>> {
+    let mut v = Vec::new();
+    let dir = scenario_dir(repo);
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    paths.sort();
+    for p in paths {
+        v.push(Scenario::load(&p)?);
+    }
+    Ok(v)
+}
+
+fn find(repo: &Path, name: &str) -> Result<Scenario> {
+    let p = Path::new(name);
+    if p.exists() {
+        return Scenario::load(p);
+    }
+    let p = scenario_dir(repo).join(format!("{name}.toml"));
+    if !p.exists() {
+        bail!("no scenario '{name}' ({} does not exist; 'vmtest list' shows them)", p.display());
+    }
+    Scenario::load(&p)
+}
+
+fn main() {
+    if let Err(e) = real_main() {
+        eprintln!("vmtest: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn real_main() -> Result<()> {
+    let cli = Cli::parse();
+    let repo = cli.repo.canonicalize().context("--repo")?;
+    match cli.cmd {
+        Cmd::List => {
+            for s in all_scenarios(&repo)? {
+                println!(
+                    "{:<28} {:<5} {}",
+                    s.name,
+                    if s.fast { "fast" } else { "" },
+                    s.description
+                );
+            }
+            Ok(())
+        }
+        Cmd::Plan { scenario } => {
+            let s = find(&repo, &scenario)?;
+            for (path, text) in s.plans() {
+                println!("### {path}\n{text}");
+            }
+            Ok(())
+        }
+        Cmd::Run {
+            scenarios,
+            fast,
+            all,
+            retries,
+            console,
+            qemu,
+            extra,
+        } => {
+            let mut list = Vec::new();
+            if fast || all {
+                list.extend(all_scenarios(&repo)?.into_iter().filter(|s| all || s.fast));
+            }
+            for n in &scenarios {
+                list.push(find(&repo, n)?);
+            }
+            if list.is_empty() {
+                bail!("no scenario given (names, --fast or --all)");
+            }
+            let kdir = cli
+                .kdir
+                .context("--kdir (or KDIR) must name the built kernel tree; 'make print-kdir' prints it")?;
+            let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+            let cache = cli.cache.unwrap_or_else(|| {
+                std::env::var("PVLOCK_CACHE")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|_| PathBuf::from(home).join(".cache/pvlock"))
+                    .join("vmtest")
+            });
+            let extra = extra
+                .iter()
+                .map(|e| {
+                    e.split_once(':')
+                        .map(|(h, g)| (PathBuf::from(h), g.to_string()))
+                        .context("--extra wants HOST_PATH:IMAGE_PATH")
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let cfg = Config {
+                kdir,
+                tools_bin: cli
+                    .tools_bin
+                    .unwrap_or_else(|| repo.join("tools/target/x86_64-unknown-linux-gnu/release")),
+                repo,
+                cache,
+                out: cli.out,
+                qemu,
+                retries,
+                console,
+                extra,
+            };
+            std::fs::create_dir_all(&cfg.out)?;
+            ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed))
+                .context("cannot install the Ctrl-C handler")?;
+            let mut failed = Vec::new();
+            let mut rows = Vec::new();
+            for s in &list {
+                eprintln!("=== {}: {}", s.name, s.description);
+                let r = run::run(&cfg, s)?;
+                let retried = r.attempts.len().saturating_sub(1);
+                if r.passed {
+                    let note = if s.expect_failure.is_some() {
+                        format!(" (failed as expected: {})", r.reasons.join("; "))
+                    } else {
+                        String::new()
+                    };
+                    eprintln!("PASS {} in {:.0} s{note}", s.name, r.wall_secs);
+                } else {
+                    eprintln!("FAIL {} in {:.0} s:", s.name, r.wall_secs);
+                    if r.reasons.is_empty() {
+                        eprintln!("  - expected a failure matching /{}/, the run passed", s.expect_failure.as_deref().unwrap_or(""));
+                    }
+                    for why in &r.reasons {
+                        eprintln!("  - {why}");
+                    }
+                    for (node, tail) in &r.tails {
+                        eprintln!("  last console lines of {node}:");
+                        for l in tail.iter().rev().take(15).rev() {
+                            eprintln!("    | {l}");
+                        }
+                    }
+                    if let Some(a) = r.attempts.last() {
+                        eprintln!("  console: {}", a.console_log.display());
+                    }
+                    failed.push(s.name.clone());
+                }
+                rows.push((s.name.clone(), r.passed, r.wall_secs, retried));
+            }
+            eprintln!("\n{:<28} {:<6} {:>8} {:>8}", "scenario", "result", "secs", "retries");
+            for (n, ok, secs, retried) in &rows {
+                eprintln!(
+                    "{n:<28} {:<6} {secs:>8.0} {retried:>8}",
+                    if *ok { "PASS" } else { "FAIL" }
+                );
+            }
+            if !failed.is_empty() {
+                bail!("{} of {} scenarios failed: {}", failed.len(), rows.len(), failed.join(", "));
+            }
+            Ok(())
+        }
+    }
+}

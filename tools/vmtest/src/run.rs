@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Running one scenario: the initramfs, QEMU for L1 (which boots L2 itself),
+//! the console, the bounds, the retries and the verdict.
+
+use crate::initramfs;
+use crate::judge::judge;
+use crate::result::Parsed;
+use crate::scenario::Scenario;
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Set by the Ctrl-C handler.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Where things are.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The kernel tree (bzImage, locktorture.ko, kernel.release).
+    pub kdir: PathBuf,
+    /// The repository (modules, guest library, scenarios).
+    pub repo: PathBuf,
+    /// Where the static tools (pvlock-stat, pvlock-kvmtest) are.
+    pub tools_bin: PathBuf,
+    /// Cache of base initramfs images.
+    pub cache: PathBuf,
+    /// Results and console logs.
+    pub out: PathBuf,
+    pub qemu: String,
+    /// Overrides the scenarios' retry counts.
+    pub retries: Option<u32>,
+    /// Echo the console.
+    pub console: bool,
+    /// Further files for the initramfs.
+    pub extra: Vec<(PathBuf, String)>,
+}
+
+/// The outcome of one attempt.
+#[derive(Debug, Clone, Serialize)]
+pub struct Attempt {
+    pub attempt: u32,
+    pub reasons: Vec<String>,
+    pub platform_failure: Option<String>,
+    pub wall_secs: f64,
+    pub console_log: PathBuf,
+}
+
+/// The outcome of a scenario.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub scenario: String,
+    pub description: String,
+    pub passed: bool,
+    /// The reasons of the last attempt (for `expect_failure` scenarios,
+    /// the failure that was expected).
+    pub reasons: Vec<String>,
+    pub attempts: Vec<Attempt>,
+    pub wall_secs: f64,
+    pub result: Value,
+    #[serde(skip)]
+    pub tails: Vec<(String, Vec<String>)>,
+}
+
+impl Config {
+    pub fn bzimage(&self) -> PathBuf {
+        self.kdir.join("arch/x86/boot/bzImage")
+    }
+
+    fn inputs(&self) -> Result<initramfs::Inputs> {
+        let release = std::fs::read_to_string(self.kdir.join("include/config/kernel.release"))
+            .with_context(|| {
+                format!(
+                    "{} is not a built kernel tree (run 'make kernel')",
+                    self.kdir.display()
+                )
+            })?
+            .trim()
+            .to_string();
+        let mut modules = vec![
+            self.repo.join("guest_pvlock/guest_pvlock.ko"),
+            self.repo.join("host_kvm/host_kvm.ko"),
+            self.kdir.join("kernel/locking/locktorture.ko"),
+            self.kdir.join("kernel/torture.ko"),
+        ];
+        modules.retain(|m| m.exists() || !m.starts_with(&self.repo));
+        for m in &modules {
+            if !m.exists() {
+                bail!("{} is missing (run 'make kernel' and 'make modules')", m.display());
+            }
+        }
+        let mut programs = Vec::new();
+        for p in ["pvlock-stat", "pvlock-kvmtest"] {
+            let path = self.tools_bin.join(p);
+            if path.exists() {
+                programs.push(path);
+            }
+        }
+        Ok(initramfs::Inputs {
+            busybox: PathBuf::from("/bin/busybox"),
+            guest_dir: self.repo.join("tools/vmtest/guest"),
+            kernel_release: release,
+            modules,
+            programs,
+            extra: self.extra.clone(),
+        })
+    }
+}
+
+fn fmt_secs(s: f64) -> String {
+    format!("{:02}:{:02}", (s as u64) / 60, (s as u64) % 60)
+}
+
+/// A console line, with the node it came from, or QEMU's stderr.
+enum Line {
+    Out(String),
+    Err(String),
+}
+
+fn spawn_reader<R: std::io::Read + Send + 'static>(
+    r: R,
+    tx: mpsc::Sender<Line>,
+    err: bool,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut rd = BufReader::new(r);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match rd.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let s = String::from_utf8_lossy(&buf).into_owned();
+                    let s = s.trim_end_matches(['\n', '\r']).to_string();
+                    if tx.send(if err { Line::Err(s) } else { Line::Out(s) }).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    })
+}
+
+fn kill_group(child: &mut Child) {
+    let pid = child.id() as i32;
+    // SAFETY: Sends a signal to the process group QEMU leads (it was made
+    // its own group leader at spawn); no memory is involved.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// What the progress line says: the step each kernel is in.
+fn activity(p: &Parsed) -> String {
+    let mut parts = Vec::new();
+    for (name, n) in &p.nodes {
+        let what = if n.done {
+            "done".to_string()
+        } else if let Some(s) = n.steps.iter().rev().find(|s| s.rc.is_none() && !s.timed_out) {
+            format!("step {} ({})", s.id, s.call.split_whitespace().next().unwrap_or(""))
+        } else if n.booted {
+            "running".into()
+        } else {
+            "booting".into()
+        };
+        parts.push(format!("{name}: {what}"));
+    }
+    if parts.is_empty() {
+        "L1 booting".into()
+    } else {
+        parts.join(" | ")
+    }
+}
+
+/// A failure the platform causes (nested TCG), not the code under test.
+fn platform_failure(s: &Scenario, p: &Parsed) -> Option<String> {
+    for name in s.l2_instances() {
+        let Some(n) = p.nodes.get(&name) else { continue };
+        if n.done {
+            continue;
+        }
+        if n.problems.iter().any(|l| l.contains("timer wakeup didn't happen")) {
+            return Some(format!("{name}: the guest's timer stopped (nested TCG timer stall)"));
+        }
+        if n.problems.is_empty() && n.exit_rc == Some(0) {
+            return Some(format!(
+                "{name}: QEMU exited cleanly in the middle of the plan with no kernel message (nested TCG)"
+            ));
+        }
+    }
+    None
+}
+
+struct AttemptRun {
+    parsed: Parsed,
+    timed_out: bool,
+    wall: f64,
+    log: PathBuf,
+    qemu_status: Option<i32>,
+}
+
+fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<AttemptRun> {
+    let dir = cfg.out.join(&s.name);
+    std::fs::create_dir_all(&dir)?;
+    let initrd = dir.join(format!("initrd-{attempt}.cpio.gz"));
+    initramfs::with_plans(base, &s.plans(), &initrd)?;
+    let initrd = initrd.canonicalize()?;
+    let kernel = cfg.bzimage().canonicalize()?;
+    let log_path = dir.join(format!("console-{attempt}.log"));
+    let mut log = std::fs::File::create(&log_path)?;
+
+    let cmdline = format!(
+        "console=ttyS0 panic=-1 oops=panic quiet pv_level=1 pv_name=l1 pv_kernel={} pv_initrd={} {}",
+        kernel.display(),
+        initrd.display(),
+        s.l1.cmdline
+    );
+    let mut cmd = Command::new(&cfg.qemu);
+    cmd.args(["-accel", "tcg,thread=multi", "-cpu", "max"])
+        .args(["-smp", &s.l1.cpus.to_string(), "-m", &s.l1.memory])
+        .args(["-nographic", "-monitor", "none", "-no-reboot"])
+        .arg("-kernel")
+        .arg(&kernel)
+        .arg("-initrd")
+        .arg(&initrd)
+        .args([
+            "-virtfs",
+            "local,path=/,mount_tag=hostroot,security_model=none,readonly=on",
+        ])
+        .arg("-append")
+        .arg(&cmdline)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: prctl() is async-signal-safe; it only asks the kernel to kill
+    // QEMU if the harness dies, so no QEMU outlives it.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    writeln!(log, "# {:?}", cmd)?;
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {} (run 'make deps')", cfg.qemu))?;
+    let (tx, rx) = mpsc::channel();
+    let r1 = spawn_reader(child.stdout.take().expect("piped"), tx.clone(), false);
+    let r2 = spawn_reader(child.stderr.take().expect("piped"), tx, true);
+
+    let tty = std::io::stderr().is_terminal();
+    let pb = if tty && !cfg.console {
+        let pb = ProgressBar::new_spinner();
+        pb.set_style(ProgressStyle::with_template("{spinner} {prefix} {elapsed_precise} {wide_msg}")?);
+        pb.set_prefix(format!("{} #{attempt}", s.name));
+        pb.enable_steady_tick(Duration::from_millis(200));
+        Some(pb)
+    } else {
+        None
+    };
+
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs(s.timeout);
+    let mut parsed = Parsed::default();
+    let mut timed_out = false;
+    let mut last_activity = String::new();
+    loop {
+        if INTERRUPTED.load(Ordering::Relaxed) {
+            kill_group(&mut child);
+            if let Some(pb) = &pb {
+                pb.finish_and_clear();
+            }
+            bail!("interrupted");
+        }
+        if Instant::now() >= deadline {
+            timed_out = true;
+            kill_group(&mut child);
+            break;
+        }
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(Line::Out(l)) => {
+                writeln!(log, "{l}")?;
+                if cfg.console {
+                    eprintln!("{l}");
+                }
+                parsed.line(&l);
+            }
+            Ok(Line::Err(l)) => {
+                writeln!(log, "[qemu stderr] {l}")?;
+                eprintln!("[qemu stderr] {l}");
+                parsed.line(&format!("[qemu] {l}"));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        let act = activity(&parsed);
+        if act != last_activity {
+            let line = format!("{} {}", fmt_secs(start.elapsed().as_secs_f64()), act);
+            match &pb {
+                Some(pb) => pb.set_message(act.clone()),
+                None if !cfg.console => eprintln!("  {} #{attempt} {line}", s.name),
+                None => {}
+            }
+            last_activity = act;
+        }
+    }
+    let status = child.wait().ok().and_then(|s| s.code());
+    let _ = r1.join();
+    let _ = r2.join();
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    writeln!(log, "# qemu exit status {status:?}, {:.1} s", start.elapsed().as_secs_f64())?;
+    Ok(AttemptRun {
+        parsed,
+        timed_out,
+        wall: start.elapsed().as_secs_f64(),
+        log: log_path,
+        qemu_status: status,
+    })
+}
+
+/// Runs `s`, with retries for platform failures; writes
+/// `<out>/<scenario>.json`.
+pub fn run(cfg: &Config, s: &Scenario) -> Result<Report> {
+    let base = initramfs::base(&cfg.inputs()?, &cfg.cache)?;
+    let retries = if s.expect_failure.is_some() {
+        0
+    } else {
+        cfg.retries.unwrap_or(s.retries)
+    };
+    let started = Instant::now();
+    let mut attempts = Vec::new();
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let r = run_once(cfg, s, &base, attempt)?;
+        let result = json!({
+            "scenario": s.name,
+            "wall_secs": r.wall,
+            "timed_out": r.timed_out,
+            "qemu_status": r.qemu_status,
+            "nodes": serde_json::to_value(&r.parsed.nodes)?,
+        });
+        let reasons = judge(s, &r.parsed, &result, r.timed_out);
+        let platform = if reasons.is_empty() {
+            None
+        } else {
+            platform_failure(s, &r.parsed)
+        };
+        attempts.push(Attempt {
+            attempt,
+            reasons: reasons.clone(),
+            platform_failure: platform.clone(),
+            wall_secs: r.wall,
+            console_log: r.log.clone(),
+        });
+        if let (Some(why), true) = (&platform, attempt <= retries) {
+            eprintln!(
+                "RETRY {} (attempt {attempt} of {}): {why}; console in {}",
+                s.name,
+                retries + 1,
+                r.log.display()
+            );
+            continue;
+        }
+        let passed = match &s.expect_failure {
+            None => reasons.is_empty(),
+            Some(want) => {
+                let re = regex::Regex::new(want)?;
+                !reasons.is_empty() && reasons.iter().any(|r| re.is_match(r))
+            }
+        };
+        let tails = r
+            .parsed
+            .nodes
+            .iter()
+            .map(|(n, node)| (n.clone(), node.tail.clone()))
+            .collect();
+        let report = Report {
+            scenario: s.name.clone(),
+            description: s.description.clone(),
+            passed,
+            reasons,
+            attempts,
+            wall_secs: started.elapsed().as_secs_f64(),
+            result,
+            tails,
+        };
+        std::fs::write(
+            cfg.out.join(format!("{}.json", s.name)),
+            serde_json::to_string_pretty(&report)?,
+        )?;
+        return Ok(report);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario() -> Scenario {
+        let mut s: Scenario = toml::from_str(
+            r#"
+description = "t"
+[l1]
+steps = [{ l2 = ["g"] }]
+[[l2]]
+group = "g"
+steps = [{ run = "info" }]
+"#,
+        )
+        .unwrap();
+        s.name = "t".into();
+        s
+    }
+
+    #[test]
+    fn vanished_guest_is_a_platform_failure() {
+        let s = scenario();
+        let mut p = Parsed::default();
+        p.line("[g-1] @@PV L2.g-1 boot uptime=2 nproc=4 kernel=7.3.4");
+        p.line("[g-1] @@PV L1.l1 l2-exit g-1 rc=0");
+        assert!(platform_failure(&s, &p).unwrap().contains("exited cleanly"));
+        // A panic is never the platform's.
+        p.line("[g-1] [ 3.0] Kernel panic - not syncing: oops");
+        assert!(platform_failure(&s, &p).is_none());
+    }
+
+    #[test]
+    fn activity_names_the_step() {
+        let mut p = Parsed::default();
+        p.line("@@PV L1.l1 boot uptime=1 nproc=2 kernel=7.3.4");
+        p.line("@@PV L1.l1 step-begin l21 l2 290 g:1:4");
+        assert_eq!(activity(&p), "l1: step l21 (l2)");
+    }
+}

@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Scenarios: declarative TOML files that say which kernels to boot, what
+//! to run in each and what the results must show. Adding a scenario needs
+//! no code; see `tests/scenarios/README.md` for the format.
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// One scenario file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Set from the file name.
+    #[serde(skip)]
+    pub name: String,
+    /// One line for listings and reports.
+    pub description: String,
+    /// Bound on the whole run (L1 boot to power-off), seconds.
+    #[serde(default = "default_timeout")]
+    pub timeout: u64,
+    /// How many times a run that failed for platform reasons is retried
+    /// (a guest that vanished without a kernel message; see `result.rs`).
+    #[serde(default = "default_retries")]
+    pub retries: u32,
+    /// Part of the fast set that `make test` runs.
+    #[serde(default)]
+    pub fast: bool,
+    /// The run must fail, with a reason matching this regex: used by the
+    /// scenarios that prove the harness catches broken guests.
+    #[serde(default)]
+    pub expect_failure: Option<String>,
+    /// Problems in kernel logs (WARNING, BUG, ...) that do not fail the run.
+    #[serde(default)]
+    pub allow_kernel_problems: bool,
+    pub l1: Level1,
+    #[serde(default)]
+    pub l2: Vec<Level2>,
+    #[serde(default)]
+    pub expect: Vec<Expect>,
+}
+
+fn default_timeout() -> u64 {
+    600
+}
+
+fn default_retries() -> u32 {
+    1
+}
+
+/// The KVM host, under QEMU TCG.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Level1 {
+    #[serde(default = "default_l1_cpus")]
+    pub cpus: u32,
+    #[serde(default = "default_l1_memory")]
+    pub memory: String,
+    /// Extra kernel command line.
+    #[serde(default)]
+    pub cmdline: String,
+    pub steps: Vec<Step>,
+}
+
+fn default_l1_cpus() -> u32 {
+    2
+}
+
+fn default_l1_memory() -> String {
+    "4G".into()
+}
+
+/// A group of identical KVM guests started by an `l2` step in L1.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Level2 {
+    pub group: String,
+    #[serde(default = "one")]
+    pub count: u32,
+    #[serde(default = "default_l2_cpus")]
+    pub cpus: u32,
+    #[serde(default = "default_l2_memory")]
+    pub memory: String,
+    /// QEMU `-cpu` model. TSC deadline timer, PMU and async page faults are
+    /// off by default: under nested TCG they made guests stall or crash.
+    #[serde(default = "default_l2_cpu")]
+    pub cpu: String,
+    /// Extra kernel command line.
+    #[serde(default)]
+    pub cmdline: String,
+    pub steps: Vec<Step>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn default_l2_cpus() -> u32 {
+    4
+}
+
+fn default_l2_memory() -> String {
+    "768M".into()
+}
+
+fn default_l2_cpu() -> String {
+    "host,tsc-deadline=off,pmu=off".into()
+}
+
+/// One step of a level's plan.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    /// A function of the guest library (`tools/vmtest/guest/pvlock.sh`):
+    /// load, unload, params, stat, info, locktorture, loadloop, warnings,
+    /// sh_step, kvmtest, sleep, wait. Exclusive with `l2`.
+    #[serde(default)]
+    pub run: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// L1 only: boot these L2 groups at once and wait for them.
+    #[serde(default)]
+    pub l2: Vec<String>,
+    /// Seconds before the step is killed.
+    #[serde(default = "default_step_timeout")]
+    pub timeout: u64,
+    /// Start the step and go on; a later `wait` step waits for it.
+    #[serde(default)]
+    pub background: bool,
+    /// A name for results; defaults to `<run>` or `l2`, numbered.
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+fn default_step_timeout() -> u64 {
+    120
+}
+
+/// A check on the run's result (see `judge.rs`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// What the check means, for the report.
+    pub name: String,
+    /// Dotted path into the result JSON; a segment may be a glob (`*`,
+    /// `g-*`) and then every match must pass.
+    pub path: String,
+    #[serde(default)]
+    pub eq: Option<serde_json::Value>,
+    #[serde(default)]
+    pub ne: Option<serde_json::Value>,
+    #[serde(default)]
+    pub gt: Option<f64>,
+    #[serde(default)]
+    pub ge: Option<f64>,
+    #[serde(default)]
+    pub lt: Option<f64>,
+    #[serde(default)]
+    pub le: Option<f64>,
+    /// A string, or an array of strings of which at least one, matches.
+    #[serde(default)]
+    pub matches: Option<String>,
+    /// No string (or array element) matches.
+    #[serde(default)]
+    pub not_matches: Option<String>,
+    /// Passes if the path matches nothing (default: that fails).
+    #[serde(default)]
+    pub allow_missing: bool,
+    /// `any`: one match passing is enough (default `all`).
+    #[serde(default)]
+    pub any: bool,
+}
+
+const STEP_FUNCTIONS: &[&str] = &[
+    "load",
+    "unload",
+    "params",
+    "stat",
+    "info",
+    "locktorture",
+    "loadloop",
+    "warnings",
+    "sh_step",
+    "kvmtest",
+    "sleep",
+    "wait",
+    "hcmark",
+];
+
+impl Scenario {
+    /// Reads and checks a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read scenario {}", path.display()))?;
+        let mut s: Scenario = toml::from_str(&text)
+            .with_context(|| format!("bad scenario {}", path.display()))?;
+        s.name = path
+            .file_stem()
+            .and_then(|n| n.to_str())
+            .unwrap_or("scenario")
+            .to_string();
+        s.validate()
+            .with_context(|| format!("bad scenario {}", path.display()))?;
+        Ok(s)
+    }
+
+    fn validate(&self) -> Result<()> {
+        let mut groups = BTreeSet::new();
+        for g in &self.l2 {
+            if g.group.is_empty() || !g.group.chars().all(|c| c.is_ascii_alphanumeric()) {
+                bail!("l2 group name '{}' must be alphanumeric", g.group);
+            }
+            if !groups.insert(g.group.clone()) {
+                bail!("l2 group '{}' defined twice", g.group);
+            }
+            if g.count == 0 || g.cpus == 0 {
+                bail!("l2 group '{}': count and cpus must be at least 1", g.group);
+            }
+            check_steps(&g.steps, false)?;
+        }
+        check_steps(&self.l1.steps, true)?;
+        let mut used = BTreeSet::new();
+        for s in &self.l1.steps {
+            for g in &s.l2 {
+                if !groups.contains(g) {
+                    bail!("l1 step boots l2 group '{g}', which is not defined");
+                }
+                used.insert(g.clone());
+            }
+        }
+        if let Some(g) = groups.difference(&used).next() {
+            bail!("l2 group '{g}' is never booted by an l1 step");
+        }
+        for e in &self.expect {
+            if let Some(r) = &e.matches {
+                regex::Regex::new(r).with_context(|| format!("expect '{}'", e.name))?;
+            }
+            if let Some(r) = &e.not_matches {
+                regex::Regex::new(r).with_context(|| format!("expect '{}'", e.name))?;
+            }
+        }
+        if let Some(r) = &self.expect_failure {
+            regex::Regex::new(r).context("expect_failure")?;
+        }
+        Ok(())
+    }
+
+    /// The L2 group called `name`.
+    pub fn group(&self, name: &str) -> Option<&Level2> {
+        self.l2.iter().find(|g| g.group == name)
+    }
+
+    /// Every L2 instance name (`<group>-<i>`) the run boots.
+    pub fn l2_instances(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        for g in &self.l2 {
+            for i in 1..=g.count {
+                v.push(format!("{}-{}", g.group, i));
+            }
+        }
+        v
+    }
+
+    /// The plan files for the initramfs: `plan/L1.sh` and one
+    /// `plan/L2-<group>.sh` per group.
+    pub fn plans(&self) -> Vec<(String, String)> {
+        let mut out = vec![("plan/L1.sh".to_string(), self.l1_plan())];
+        for g in &self.l2 {
+            out.push((
+                format!("plan/L2-{}.sh", g.group),
+                plan_steps(&g.steps, |_| String::new()),
+            ));
+        }
+        out
+    }
+
+    fn l1_plan(&self) -> String {
+        let mut s = String::new();
+        for g in &self.l2 {
+            let _ = writeln!(s, "pv_l2cmd_{}={}", g.group, shell_quote(&g.cmdline));
+        }
+        s + &plan_steps(&self.l1.steps, |step| {
+            step.l2
+                .iter()
+                .filter_map(|name| self.group(name))
+                .map(|g| {
+                    shell_quote(&format!(
+                        "{}:{}:{}:{}:{}",
+                        g.group, g.count, g.cpus, g.memory, g.cpu
+                    ))
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+    }
+}
+
+fn check_steps(steps: &[Step], l1: bool) -> Result<()> {
+    for s in steps {
+        match (&s.run, s.l2.is_empty()) {
+            (Some(f), true) => {
+                if !STEP_FUNCTIONS.contains(&f.as_str()) {
+                    bail!("unknown step function '{f}' (known: {})", STEP_FUNCTIONS.join(", "));
+                }
+            }
+            (None, false) if l1 => {}
+            (None, false) => bail!("only L1 steps can boot l2 guests"),
+            _ => bail!("a step needs exactly one of 'run' and 'l2'"),
+        }
+        if s.timeout == 0 {
+            bail!("step timeouts must be at least 1 s");
+        }
+    }
+    Ok(())
+}
+
+/// The shell lines of a plan; `l2_specs` gives the spec arguments of an
+/// `l2` step.
+fn plan_steps(steps: &[Step], l2_specs: impl Fn(&Step) -> String) -> String {
+    let mut s = String::new();
+    let mut n = 0;
+    for step in steps {
+        n += 1;
+        let func = step.run.clone().unwrap_or_else(|| "l2".into());
+        let id = step.id.clone().unwrap_or_else(|| format!("{func}{n}"));
+        if func == "wait" {
+            let _ = writeln!(s, "wait");
+            continue;
+        }
+        let mut args: Vec<String> = Vec::new();
+        if func == "l2" {
+            // The guests get the step's timeout minus a margin, so that
+            // they are killed (and reported) before the step is.
+            args.push(step.timeout.saturating_sub(10).max(1).to_string());
+            let _ = write!(
+                s,
+                "step {} {} l2 {} {}",
+                shell_quote(&id),
+                step.timeout,
+                args[0],
+                l2_specs(step)
+            );
+        } else {
+            args.extend(step.args.iter().map(|a| shell_quote(a)));
+            let _ = write!(s, "step {} {} {}", shell_quote(&id), step.timeout, func);
+            for a in &args {
+                let _ = write!(s, " {a}");
+            }
+        }
+        if step.background {
+            s.push_str(" &");
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Quotes `s` for a POSIX shell.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.,:=/+@%".contains(c))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Scenario> {
+        let mut s: Scenario = toml::from_str(text)?;
+        s.name = "t".into();
+        s.validate()?;
+        Ok(s)
+    }
+
+    const BASIC: &str = r#"
+description = "basic"
+[l1]
+steps = [
+  { run = "load", args = ["host_kvm", "force=1"] },
+  { l2 = ["g"], timeout = 300 },
+]
+[[l2]]
+group = "g"
+cpus = 4
+cmdline = "nopvspin"
+steps = [
+  { run = "locktorture", args = ["spin_lock", "0", "15"], timeout = 200 },
+  { run = "sh_step", args = ["echo it's"] },
+]
+"#;
+
+    #[test]
+    fn plans_call_the_guest_library() {
+        let s = parse(BASIC).unwrap();
+        let plans = s.plans();
+        assert_eq!(plans[0].0, "plan/L1.sh");
+        assert!(plans[0].1.contains("pv_l2cmd_g=nopvspin\n"));
+        assert!(plans[0].1.contains("step load1 120 load host_kvm force=1\n"));
+        assert!(plans[0]
+            .1
+            .contains("step l22 300 l2 290 g:1:4:768M:host,tsc-deadline=off,pmu=off\n"));
+        assert_eq!(plans[1].0, "plan/L2-g.sh");
+        assert!(plans[1].1.contains("step locktorture1 200 locktorture spin_lock 0 15\n"));
+        assert!(plans[1].1.contains("sh_step 'echo it'\\''s'\n"));
+        assert_eq!(s.l2_instances(), vec!["g-1"]);
+    }
+
+    #[test]
+    fn rejects_unknown_functions_and_groups() {
+        let bad = BASIC.replace("\"locktorture\"", "\"rm_rf\"");
+        assert!(parse(&bad).unwrap_err().to_string().contains("unknown step function"));
+        let bad = BASIC.replace("l2 = [\"g\"]", "l2 = [\"h\"]");
+        assert!(parse(&bad).unwrap_err().to_string().contains("not defined"));
+        let bad = BASIC.replace("{ l2 = [\"g\"], timeout = 300 },", "");
+        assert!(parse(&bad).unwrap_err().to_string().contains("never booted"));
+    }
+
+    #[test]
+    fn background_and_wait() {
+        let text = r#"
+description = "bg"
+[l1]
+steps = [
+  { run = "sleep", args = ["5"], background = true, id = "s" },
+  { run = "wait" },
+]
+"#;
+        let s = parse(text).unwrap();
+        assert_eq!(s.plans()[0].1, "step s 120 sleep 5 &\nwait\n");
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("a=b"), "a=b");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("$(x)"), "'$(x)'");
+    }
+}
