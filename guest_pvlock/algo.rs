@@ -36,7 +36,7 @@
 //! later halt), the kicker retries for as long as the target still announces
 //! that it is about to halt.
 
-use super::sync::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use super::sync::{fence, spin_load, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Locked byte: held.
 pub(crate) const Q_LOCKED_VAL: u8 = 1;
@@ -82,7 +82,9 @@ pub(crate) trait LockWord {
     fn set_pending(&self, v: u8);
     /// Compare-and-exchange of the locked and pending bytes, acquire.
     fn cmpxchg_locked_pending(&self, old: u16, new: u16) -> bool;
-    /// Exchange of the tail, relaxed; returns the old word's tail bits.
+    /// Exchange of the tail, acquire and release: publishes our node, and
+    /// orders the predecessor's node set-up before our link to it. Returns
+    /// the old word's tail bits.
     fn xchg_tail(&self, tail: u32) -> u32;
     /// The lock's address, a hash key.
     fn addr(&self) -> usize;
@@ -117,6 +119,10 @@ pub(crate) trait Platform {
     fn spin_threshold(&self) -> u32;
     /// Whether to keep statistics.
     fn stats_enabled(&self) -> bool;
+    /// A trace point for the model checker; nothing in the kernel (`v` is
+    /// not even evaluated).
+    #[inline(always)]
+    fn note(&self, _what: &str, _v: impl FnOnce() -> u64) {}
 }
 
 /// Counters, per CPU; see `Documentation/pvlock/guest.rst`.
@@ -518,7 +524,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
         // Somebody is queued (or about to be): wait for the link, pass the
         // queue on.
         while next == 0 {
-            next = node.next.load(Ordering::Acquire);
+            next = spin_load(&node.next);
             if next == 0 {
                 p.relax();
             }
@@ -527,7 +533,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
         // A full exchange: the successor announces its halt and then reads
         // `locked`, we write `locked` and then read its state (kick_node).
         succ.locked.swap(1, Ordering::AcqRel);
-        self.kick_node(lock, succ, next - 1);
+        self.kick_node(p, lock, succ, next - 1);
         base.count.store(idx as u32, Ordering::Relaxed);
     }
 
@@ -539,12 +545,12 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             let mut early = false;
             let mut loops: u32 = 0;
             while loops < threshold {
-                if node.locked.load(Ordering::Acquire) != 0 {
+                if spin_load(&node.locked) != 0 {
                     self.record(p, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
                     return;
                 }
                 if loops & PREEMPT_CHECK_MASK == PREEMPT_CHECK_MASK
-                    && (prev.state.load(Ordering::Relaxed) != RUNNING || p.preempted(pcpu))
+                    && (spin_load(&prev.state) != RUNNING || p.preempted(pcpu))
                 {
                     early = true;
                     break;
@@ -557,6 +563,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             // Announce the halt, then look once more (the predecessor sets
             // `locked` first and reads `state` after).
             node.state.swap(HALTED, Ordering::AcqRel);
+            p.note("node: halting, early", || early.into());
             if node.locked.fetch_add(0, Ordering::AcqRel) == 0 {
                 self.count(p, Counter::HaltsNode, 1);
                 if early {
@@ -599,7 +606,10 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
         // A predecessor that found us halted hashed us already.
         let mut hashed = node.state.load(Ordering::Relaxed) == HASHED;
         loop {
-            node.state.store(RUNNING, Ordering::Relaxed);
+            // Every change of a node's state is a read-modify-write: an
+            // unlocker that reads it with one sees the latest.
+            node.state.swap(RUNNING, Ordering::AcqRel);
+            p.note("head: running, node", || me.into());
             let t_spin = self.clock(p);
             let threshold = p.spin_threshold();
             let mut early = false;
@@ -612,6 +622,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
                     self.record(p, Histogram::Spin, now.wrapping_sub(t_spin));
                     self.record(p, Histogram::Wait, now.wrapping_sub(t0));
                     self.count(p, Counter::TakenSlow, 1);
+                    p.note("head: took the lock, state", || node.state.load(Ordering::Relaxed).into());
                     return lock.val() | Q_LOCKED_VAL as u32;
                 }
                 if loops & PREEMPT_CHECK_MASK == PREEMPT_CHECK_MASK {
@@ -673,7 +684,8 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
 
     /// The new head passed the queue to `succ`: if `succ` halted, hash it
     /// and mark the lock, for the unlock to kick it once the lock is free.
-    fn kick_node<L: LockWord>(&self, lock: &L, succ: &Node, id: u32) {
+    fn kick_node<L: LockWord, P: Platform>(&self, p: &P, lock: &L, succ: &Node, id: u32) {
+        p.note("kick_node: successor", || id.into());
         if succ
             .state
             .compare_exchange(HALTED, HASHED, Ordering::AcqRel, Ordering::Relaxed)
@@ -719,7 +731,9 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
                 Kick::Delivered => break,
                 Kick::NotHalted => {
                     self.count(p, Counter::KicksNotHalted, 1);
-                    if node.state.fetch_add(0, Ordering::AcqRel) != HASHED {
+                    let st = node.state.fetch_add(0, Ordering::AcqRel);
+                    p.note("unlock: waiter state", || st.into());
+                    if st != HASHED {
                         break;
                     }
                     p.relax();

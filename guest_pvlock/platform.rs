@@ -64,7 +64,7 @@ impl LockWord for QSpinLock {
 
     #[inline]
     fn xchg_tail(&self, tail: u32) -> u32 {
-        ((self.tail_half().xchg((tail >> 16) as u16 as i16, Relaxed) as u16) as u32) << 16
+        ((self.tail_half().xchg((tail >> 16) as u16 as i16, Full) as u16) as u32) << 16
     }
 
     #[inline]

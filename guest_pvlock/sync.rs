@@ -87,6 +87,15 @@ atomic!(AtomicU32, u32);
 atomic!(AtomicU64, u64);
 atomic!(AtomicUsize, usize);
 
+/// A read in a busy-wait loop, ordered like an acquire load: the value
+/// another CPU stores becomes visible to the loop in time. (The model
+/// checker, which has no notion of "in time", reads with an atomic
+/// read-modify-write instead.)
+#[inline]
+pub(crate) fn spin_load(a: &AtomicU32) -> u32 {
+    a.load(Ordering::Acquire)
+}
+
 /// A memory fence.
 #[inline]
 pub(crate) fn fence(o: Ordering) {

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
@@ -100,15 +100,17 @@ impl Debugfs {
 /// A counter file: one decimal number and a newline.
 pub fn parse_counter(text: &str) -> Result<u64> {
     let t = text.trim();
-    t.parse()
-        .with_context(|| format!("not a counter: {t:?}"))
+    t.parse().with_context(|| format!("not a counter: {t:?}"))
 }
 
 /// A histogram file: 32 space-separated numbers.
 pub fn parse_histogram(text: &str) -> Result<Vec<u64>> {
     let v = text
         .split_whitespace()
-        .map(|w| w.parse::<u64>().with_context(|| format!("not a number: {w:?}")))
+        .map(|w| {
+            w.parse::<u64>()
+                .with_context(|| format!("not a number: {w:?}"))
+        })
         .collect::<Result<Vec<_>>>()?;
     if v.len() != 32 {
         bail!("{} buckets instead of 32", v.len());
@@ -166,8 +168,8 @@ impl Params {
         if !self.module_loaded() {
             return Ok(None);
         }
-        let s = fs::read_to_string(&path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        let s =
+            fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
         Ok(Some(s.trim().to_string()))
     }
 
@@ -251,11 +253,6 @@ impl ForceGuard {
             }
             _ => Ok(()),
         }
-    }
-
-    /// The module's parameter directory.
-    pub fn dir(&self) -> &Path {
-        &self.params.dir
     }
 }
 

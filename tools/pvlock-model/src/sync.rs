@@ -12,3 +12,17 @@ pub(crate) use loom::sync::{Arc, Condvar, Mutex};
 pub(crate) use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Arc, Condvar, Mutex};
+
+/// A read in a busy-wait loop. Loom can return an old value to a plain load
+/// for ever, which no CPU does: reading with a read-modify-write gives the
+/// latest value, as a real busy-wait loop eventually sees it.
+#[cfg(loom)]
+pub(crate) fn spin_load(a: &AtomicU32) -> u32 {
+    a.fetch_add(0, Ordering::AcqRel)
+}
+
+/// A read in a busy-wait loop.
+#[cfg(not(loom))]
+pub(crate) fn spin_load(a: &AtomicU32) -> u32 {
+    a.load(Ordering::Acquire)
+}
