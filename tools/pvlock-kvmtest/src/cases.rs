@@ -636,7 +636,7 @@ fn kick_storm(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
         describe(stats::decode(l.eax))
     );
     out.set("kicks", n);
-    out.set("secs", format!("{secs:.3}"));
+    out.set("storm_secs", format!("{secs:.3}"));
     out.set(
         "kicks_per_s",
         format!("{:.0}", f64::from(n) / secs.max(1e-9)),

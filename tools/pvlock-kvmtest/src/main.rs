@@ -33,7 +33,10 @@
 //!   `KVM_HC_PVLOCK_KICK` returns 0 (WOKEN) and the target runs again;
 //!   `--kicks` times, with the kick-to-run latency (from the kicker's exit
 //!   after the hypercall to the target's exit after its `hlt`, host
-//!   clock): median, p90, p99, max.
+//!   clock; negative when the target gets back to userspace first):
+//!   median, p90, p99, max; and the median bucket of host_kvm's own
+//!   kick-to-run histogram over the case (`host_lat_median_bucket_us`, the
+//!   bucket's lower bound).
 //! - `kick_not_halted_no_stale`: a kick to a spinning target returns 1
 //!   (NOT_HALTED) and leaves nothing behind: the target's next `hlt` stays
 //!   halted (`--stale-wait-ms`) until a second kick, which returns 0. Then

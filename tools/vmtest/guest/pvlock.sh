@@ -167,7 +167,10 @@ l2() {
 			) | while IFS= read -r l; do
 				echo "[$g-$i] $l"
 				# An L2 "hcmark LABEL": count the hypercalls since the last mark.
-				case "$l" in *"@@PV "*" hcmark "*) hist_stop "$g-$i:${l##* hcmark }"; hist_start ;; esac
+				case "$l" in
+				*" step-begin "*) ;;
+				*"@@PV L2."*" hcmark "*) hist_stop "$g-$i:${l##* hcmark }"; hist_start ;;
+				esac
 			done &
 			i=$((i + 1))
 		done

@@ -192,6 +192,12 @@ fn platform_failure(s: &Scenario, p: &Parsed) -> Option<String> {
         if n.problems.iter().any(|l| l.contains("timer wakeup didn't happen")) {
             return Some(format!("{name}: the guest's timer stopped (nested TCG timer stall)"));
         }
+        // A 64-bit kernel never runs with code segment 0: a register state
+        // zeroed under it (seen only under nested TCG, with no pvlock code
+        // involved, during boot).
+        if n.tail.iter().chain(&n.problems).any(|l| l.contains("RIP: 0000:0x0")) {
+            return Some(format!("{name}: the vCPU's register state was zeroed (CS=0, RIP=0; nested TCG)"));
+        }
         if n.problems.is_empty() && n.exit_rc == Some(0) {
             return Some(format!(
                 "{name}: QEMU exited cleanly in the middle of the plan with no kernel message (nested TCG)"
@@ -436,6 +442,15 @@ steps = [{ run = "info" }]
         // A panic is never the platform's.
         p.line("[g-1] [ 3.0] Kernel panic - not syncing: oops");
         assert!(platform_failure(&s, &p).is_none());
+    }
+
+    #[test]
+    fn zeroed_vcpu_state_is_a_platform_failure() {
+        let s = scenario();
+        let mut p = Parsed::default();
+        p.line("[g-1] [ 9.19] BUG: kernel NULL pointer dereference, address: 000000000000002c");
+        p.line("[g-1] [ 9.19] RIP: 0000:0x0");
+        assert!(platform_failure(&s, &p).unwrap().contains("zeroed"));
     }
 
     #[test]
