@@ -184,3 +184,34 @@ l2() {
 hcmark() { mark hcmark "$1"; sleep 1; }
 
 kvmtest() { pvlock-kvmtest "$@" 2>&1 | while IFS= read -r l; do mark kvmtest "$l"; done; }
+
+# hackbench GROUPS LOOPS [TIMEOUT]: rt-tests' hackbench (process mode,
+# messages over socketpairs between GROUPS groups of 20 senders and 20
+# receivers, LOOPS messages per sender), bounded by TIMEOUT seconds; its
+# "Time:" seconds. The program and its libraries come in the initramfs as
+# extra files (vmtest --extra, pvlock-bench).
+hackbench() {
+	g=$1; l=$2; to=${3:-300}
+	hb=/usr/bin/hackbench
+	[ -e "$hb" ] || { mark hackbench "groups=$g loops=$l error=missing"; return 1; }
+	# Extra files outside bin/ arrive mode 0644; the kernel runs the ELF
+	# interpreter only if it is executable.
+	for ld in /lib64/ld-linux-x86-64.so.2; do
+		[ -f "$ld" ] && [ ! -x "$ld" ] && chmod 755 "$ld"
+	done
+	t0=$(uptime_s)
+	out=$(timeout -k 10 "$to" "$hb" -g "$g" -l "$l" 2>&1)
+	rc=$?
+	secs=$(elapsed "$t0")
+	t=$(echo "$out" | sed -n 's/^Time: *\([0-9.]*\).*/\1/p' | tail -1)
+	# Stopped by the timeout: hackbench still prints a Time: line.
+	if echo "$out" | grep -q "to terminate"; then
+		mark hackbench "groups=$g loops=$l rc=$rc secs=$secs error=timeout"
+		return 1
+	fi
+	if [ "$rc" != 0 ] || [ -z "$t" ]; then
+		mark hackbench "groups=$g loops=$l rc=$rc secs=$secs error=[$(echo "$out" | tail -2 | tr '\n' ' ')]"
+		return 1
+	fi
+	mark hackbench "groups=$g loops=$l rc=0 secs=$secs time=$t"
+}

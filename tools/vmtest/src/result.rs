@@ -40,6 +40,21 @@ pub struct Locktorture {
     pub suspicious: bool,
 }
 
+/// One hackbench run (rt-tests, the `hackbench` step).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Hackbench {
+    pub groups: u64,
+    pub loops: u64,
+    /// hackbench's own "Time:" seconds; `None` if it failed or timed out.
+    pub time: Option<f64>,
+    pub rc: Option<i64>,
+    /// Wall seconds of the step's hackbench, as the guest measured them.
+    pub secs: Option<f64>,
+    /// Stopped by the step's own bound.
+    pub timed_out: bool,
+    pub error: Option<String>,
+}
+
 /// One kernel (L1 or an L2 instance).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Node {
@@ -60,6 +75,7 @@ pub struct Node {
     pub info: BTreeMap<String, String>,
     pub locktorture: Vec<Locktorture>,
     pub loadloops: Vec<BTreeMap<String, String>>,
+    pub hackbench: Vec<Hackbench>,
     pub warnings: Option<u64>,
     /// L1: KVM hypercalls by number (decimal string) during each `l2` step.
     pub hypercalls: BTreeMap<String, BTreeMap<String, u64>>,
@@ -254,6 +270,30 @@ impl Parsed {
                 }
             }
             "loadloop" => node.loadloops.push(kv(&data)),
+            "hackbench" => {
+                let m = kv(&data);
+                let num = |k: &str| m.get(k).and_then(|v| v.parse().ok());
+                let error = data.split_once("error=").map(|(_, e)| e.to_string());
+                let hb = Hackbench {
+                    groups: num("groups").unwrap_or(0),
+                    loops: num("loops").unwrap_or(0),
+                    time: if error.is_none() {
+                        m.get("time").and_then(|v| v.parse().ok())
+                    } else {
+                        None
+                    },
+                    rc: m.get("rc").and_then(|v| v.parse().ok()),
+                    secs: m.get("secs").and_then(|v| v.parse().ok()),
+                    timed_out: error.as_deref() == Some("timeout"),
+                    error,
+                };
+                if let Some(e) = &hb.error {
+                    node.errors.push(format!("hackbench: {e}"));
+                } else if hb.time.is_none() {
+                    node.errors.push(format!("hackbench: no time in '{data}'"));
+                }
+                node.hackbench.push(hb);
+            }
             "warnings" => node.warnings = kv(&data).get("count").and_then(|v| v.parse().ok()),
             "hypercalls" => {
                 let mut w = data.split_whitespace();
@@ -336,6 +376,27 @@ mod tests {
         assert_eq!(g.info["lock_ops"], "pvlock");
         assert_eq!(g.problems.len(), 1);
         assert!(l1.problems.is_empty());
+    }
+
+    #[test]
+    fn parses_hackbench() {
+        let mut p = Parsed::default();
+        p.line("[g-1] @@PV L2.g-1 hackbench groups=2 loops=50 rc=0 secs=3.21 time=2.875");
+        p.line("[g-1] @@PV L2.g-1 hackbench groups=4 loops=50 rc=0 secs=90.02 error=timeout");
+        p.line("[g-1] @@PV L2.g-1 hackbench groups=4 loops=50 rc=127 secs=0.01 error=[not found ]");
+        let g = &p.nodes["g-1"];
+        assert_eq!(g.hackbench.len(), 3);
+        let ok = &g.hackbench[0];
+        assert_eq!((ok.groups, ok.loops, ok.rc), (2, 50, Some(0)));
+        assert_eq!(ok.time, Some(2.875));
+        assert_eq!(ok.secs, Some(3.21));
+        assert!(!ok.timed_out && ok.error.is_none());
+        assert!(g.hackbench[1].timed_out);
+        assert_eq!(g.hackbench[1].time, None);
+        assert!(!g.hackbench[2].timed_out);
+        assert_eq!(g.hackbench[2].error.as_deref(), Some("[not found ]"));
+        assert_eq!(g.errors.len(), 2);
+        assert!(g.errors[0].contains("timeout"));
     }
 
     #[test]

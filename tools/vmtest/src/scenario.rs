@@ -116,7 +116,8 @@ fn default_l2_cpu() -> String {
 pub struct Step {
     /// A function of the guest library (`tools/vmtest/guest/pvlock.sh`):
     /// load, unload, params, stat, info, locktorture, loadloop, warnings,
-    /// sh_step, kvmtest, sleep, wait. Exclusive with `l2`.
+    /// sh_step, kvmtest, hcmark, hackbench, sleep, wait. Exclusive with
+    /// `l2`.
     #[serde(default)]
     pub run: Option<String>,
     #[serde(default)]
@@ -188,6 +189,7 @@ const STEP_FUNCTIONS: &[&str] = &[
     "sleep",
     "wait",
     "hcmark",
+    "hackbench",
 ];
 
 impl Scenario {
