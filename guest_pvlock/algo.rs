@@ -517,7 +517,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
         let val = self.wait_head_or_lock(p, lock, node, node_id(cpu, idx), holder, t0);
 
         // We own the lock. If nobody queued behind us, clear the tail.
-        if val & Q_TAIL_MASK == tail && lock.cmpxchg_val(val, Q_LOCKED_VAL as u32).is_ok() {
+        if val & Q_TAIL_MASK == tail && lock.cmpxchg_val(val, u32::from(Q_LOCKED_VAL)).is_ok() {
             base.count.store(idx as u32, Ordering::Relaxed);
             return;
         }
@@ -583,9 +583,9 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             }
             // Back to running unless the predecessor hashed us for a kick
             // (then we stay `HASHED` until we are the head).
-            let _ = node
-                .state
-                .compare_exchange(HALTED, RUNNING, Ordering::AcqRel, Ordering::Relaxed);
+            let _ =
+                node.state
+                    .compare_exchange(HALTED, RUNNING, Ordering::AcqRel, Ordering::Relaxed);
             if node.locked.load(Ordering::Acquire) != 0 {
                 return;
             }
@@ -617,13 +617,17 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             lock.set_pending(1);
             let mut loops: u32 = 0;
             while loops < threshold {
-                if lock.locked() == 0 && lock.cmpxchg_locked_pending(1 << 8, Q_LOCKED_VAL as u16) {
+                if lock.locked() == 0
+                    && lock.cmpxchg_locked_pending(1 << 8, u16::from(Q_LOCKED_VAL))
+                {
                     let now = self.clock(p);
                     self.record(p, Histogram::Spin, now.wrapping_sub(t_spin));
                     self.record(p, Histogram::Wait, now.wrapping_sub(t0));
                     self.count(p, Counter::TakenSlow, 1);
-                    p.note("head: took the lock, state", || node.state.load(Ordering::Relaxed).into());
-                    return lock.val() | Q_LOCKED_VAL as u32;
+                    p.note("head: took the lock, state", || {
+                        node.state.load(Ordering::Relaxed).into()
+                    });
+                    return lock.val() | u32::from(Q_LOCKED_VAL);
                 }
                 if loops & PREEMPT_CHECK_MASK == PREEMPT_CHECK_MASK {
                     if let Some(h) = holder {
@@ -651,7 +655,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
                     self.record(p, Histogram::Wait, now.wrapping_sub(t0));
                     self.count(p, Counter::TakenSlow, 1);
                     self.count(p, Counter::TakenSlowPickup, 1);
-                    return lock.val() | Q_LOCKED_VAL as u32;
+                    return lock.val() | u32::from(Q_LOCKED_VAL);
                 }
                 hashed = true;
             }

@@ -202,7 +202,7 @@ fn decide() -> Result<core::result::Result<KickMethod, &'static str>> {
             }
         }
         if let Ok(t) = guest::pvlock_get_param(abi::KVM_PVLOCK_PARAM_SPIN_THRESHOLD) {
-            let t = t.min(params::MAX_SPIN_THRESHOLD as u64) as u32;
+            let t = t.min(u64::from(params::MAX_SPIN_THRESHOLD)) as u32;
             params::HOST_SPIN_THRESHOLD.store(t, kernel::sync::atomic::Relaxed);
         }
     }
@@ -256,7 +256,11 @@ impl kernel::Module for GuestPvlock {
                 (Some(previous), "installed")
             }
             Err(reason) => {
-                pr_info!("not installed: {}; lock ops stay {}\n", reason, before.name());
+                pr_info!(
+                    "not installed: {}; lock ops stay {}\n",
+                    reason,
+                    before.name()
+                );
                 (None, reason)
             }
         };

@@ -5,10 +5,7 @@
 
 use crate::algo::{Kick, LockWord, Platform};
 use crate::params;
-use kernel::pvlock::{
-    guest,
-    lockops::QSpinLock,
-};
+use kernel::pvlock::{guest, lockops::QSpinLock};
 use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed};
 
 impl LockWord for QSpinLock {
@@ -47,7 +44,8 @@ impl LockWord for QSpinLock {
 
     #[inline]
     fn release_locked(&self, v: u8) {
-        self.locked_byte().store(v as i8, kernel::sync::atomic::Release)
+        self.locked_byte()
+            .store(v as i8, kernel::sync::atomic::Release)
     }
 
     #[inline]
@@ -64,7 +62,7 @@ impl LockWord for QSpinLock {
 
     #[inline]
     fn xchg_tail(&self, tail: u32) -> u32 {
-        ((self.tail_half().xchg((tail >> 16) as u16 as i16, Full) as u16) as u32) << 16
+        u32::from(self.tail_half().xchg((tail >> 16) as u16 as i16, Full) as u16) << 16
     }
 
     #[inline]

@@ -274,7 +274,10 @@ impl kernel::Module for HostKvm {
             GFP_KERNEL,
         )?;
         let reg = Registration::<Host>::new().inspect_err(|e| {
-            pr_err!("cannot register with KVM ({:?}): another pvlock host module?\n", e);
+            pr_err!(
+                "cannot register with KVM ({:?}): another pvlock host module?\n",
+                e
+            );
         })?;
         pr_info!(
             "registered: hypercalls {:#x} (kick) and {:#x} (get_param), KVM_CAP_PVLOCK_KICK {:#x}, CPUID bit {}; force={}\n",

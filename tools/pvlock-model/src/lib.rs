@@ -21,7 +21,9 @@
 //! loom reports as a deadlock. Built normally, `stress` runs threads
 //! hammering one lock and checks mutual exclusion.
 
-#![cfg_attr(not(test), allow(dead_code))]
+// The model serves two test builds, loom and plain threads, each using a
+// part of it.
+#![allow(dead_code)]
 
 #[path = "../../../guest_pvlock/algo.rs"]
 #[allow(dead_code)]
@@ -393,7 +395,7 @@ pub(crate) fn counter(lock: &Lock, name: &str) -> u64 {
 /// Takes and releases `word` through the algorithm on `cpu`, the fast paths
 /// included (as `queued_spin_lock()` / `queued_spin_unlock()` do).
 pub(crate) fn lock(l: &Lock, cpu: &Cpu<'_>, word: &ModelLock) {
-    if word.cmpxchg_val(0, algo::Q_LOCKED_VAL as u32).is_err() {
+    if word.cmpxchg_val(0, u32::from(algo::Q_LOCKED_VAL)).is_err() {
         l.lock_slowpath(cpu, word);
     }
 }
@@ -518,7 +520,7 @@ mod loom_tests {
             hv.skip_recheck = skip_recheck;
             let hv = Arc::new(hv);
             let l = new_lock();
-            let word = Arc::new(ModelLock::new(algo::Q_LOCKED_VAL as u32));
+            let word = Arc::new(ModelLock::new(u32::from(algo::Q_LOCKED_VAL)));
 
             let waiter = {
                 let (hv, l, word) = (hv.clone(), l.clone(), word.clone());
@@ -581,13 +583,21 @@ mod loom_tests {
     #[test]
     fn without_recheck_a_wakeup_is_lost() {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "loom_tests::mutation_no_recheck", "--ignored", "--nocapture"])
+            .args([
+                "--exact",
+                "loom_tests::mutation_no_recheck",
+                "--ignored",
+                "--nocapture",
+            ])
             .env("RUST_BACKTRACE", "0")
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "the mutation must fail:\n{text}");
-        assert!(text.contains("deadlock"), "expected a deadlock report:\n{text}");
+        assert!(
+            text.contains("deadlock"),
+            "expected a deadlock report:\n{text}"
+        );
     }
 
     /// Two waiters behind a holder: the queue, the hand-over to a halted
@@ -601,7 +611,7 @@ mod loom_tests {
         b.check(|| {
             let hv = Arc::new(Hypervisor::new(3, KickSemantics::NotHalted, 1));
             let l = new_lock();
-            let word = Arc::new(ModelLock::new(algo::Q_LOCKED_VAL as u32));
+            let word = Arc::new(ModelLock::new(u32::from(algo::Q_LOCKED_VAL)));
             let mut ts = Vec::new();
             for id in 1..3 {
                 let (hv, l, word) = (hv.clone(), l.clone(), word.clone());

@@ -147,9 +147,11 @@ pub fn base(inputs: &Inputs, cache: &Path) -> Result<PathBuf> {
         h.update((data.len() as u64).to_le_bytes());
         h.update(data);
     }
-    let key: String = h.finalize()[..8].iter().map(|b| format!("{b:02x}")).collect();
-    std::fs::create_dir_all(cache)
-        .with_context(|| format!("cannot create {}", cache.display()))?;
+    let key: String = h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    std::fs::create_dir_all(cache).with_context(|| format!("cannot create {}", cache.display()))?;
     let out = cache.join(format!("base-{key}.cpio.gz"));
     if out.exists() {
         return Ok(out);
@@ -157,8 +159,20 @@ pub fn base(inputs: &Inputs, cache: &Path) -> Result<PathBuf> {
 
     let mut c = Cpio::new();
     for d in [
-        "bin", "sbin", "dev", "etc", "host", "lib", "plan", "proc", "root", "sys", "tmp", "usr",
-        "usr/bin", "lib/modules",
+        "bin",
+        "sbin",
+        "dev",
+        "etc",
+        "host",
+        "lib",
+        "plan",
+        "proc",
+        "root",
+        "sys",
+        "tmp",
+        "usr",
+        "usr/bin",
+        "lib/modules",
     ] {
         c.dir(d);
     }
@@ -221,9 +235,11 @@ mod tests {
             .unwrap();
         // Header (110 bytes) + name + NUL, padded to 4.
         assert_eq!(&raw[..6], b"070701");
-        let namesize = usize::from_str_radix(std::str::from_utf8(&raw[94..102]).unwrap(), 16).unwrap();
+        let namesize =
+            usize::from_str_radix(std::str::from_utf8(&raw[94..102]).unwrap(), 16).unwrap();
         assert_eq!(namesize, "plan/L1.sh".len() + 1);
-        let filesize = usize::from_str_radix(std::str::from_utf8(&raw[54..62]).unwrap(), 16).unwrap();
+        let filesize =
+            usize::from_str_radix(std::str::from_utf8(&raw[54..62]).unwrap(), 16).unwrap();
         assert_eq!(filesize, 8);
         let data_at = (110 + namesize).div_ceil(4) * 4;
         assert_eq!(&raw[data_at..data_at + 8], b"echo hi\n");

@@ -24,7 +24,10 @@ pub fn judge(s: &Scenario, parsed: &Parsed, result: &Value, timed_out: bool) -> 
         if !n.booted {
             why.push(format!("{name}: never reached its init{}", problem_hint(n)));
         } else if !n.done {
-            why.push(format!("{name}: stopped before its plan finished{}", problem_hint(n)));
+            why.push(format!(
+                "{name}: stopped before its plan finished{}",
+                problem_hint(n)
+            ));
         }
         for st in &n.steps {
             if st.timed_out {
@@ -42,7 +45,10 @@ pub fn judge(s: &Scenario, parsed: &Parsed, result: &Value, timed_out: bool) -> 
         }
         for lt in &n.locktorture {
             if lt.total.is_none() || lt.verdict.is_none() {
-                why.push(format!("{name}: locktorture {} printed no summary", lt.kind));
+                why.push(format!(
+                    "{name}: locktorture {} printed no summary",
+                    lt.kind
+                ));
             }
         }
     }
@@ -55,7 +61,11 @@ pub fn judge(s: &Scenario, parsed: &Parsed, result: &Value, timed_out: bool) -> 
 }
 
 fn problem_hint(n: &crate::result::Node) -> String {
-    match n.problems.iter().find(|p| p.contains("panic") || p.contains("BUG")) {
+    match n
+        .problems
+        .iter()
+        .find(|p| p.contains("panic") || p.contains("BUG"))
+    {
         Some(p) => format!(" ({})", p.trim()),
         None => match n.problems.first() {
             Some(p) => format!(" ({})", p.trim()),
@@ -227,7 +237,10 @@ mod tests {
     fn globs_and_paths() {
         let v = json!({"nodes": {"g-1": {"lt": [{"fail": 0}, {"fail": 0}]}, "g-2": {"lt": [{"fail": 3}]}, "l1": {}}});
         assert_eq!(select(&v, "nodes.g-*.lt.*.fail").len(), 3);
-        assert_eq!(select(&v, "nodes.g-1.lt.last.fail")[0].0, "nodes.g-1.lt.1.fail");
+        assert_eq!(
+            select(&v, "nodes.g-1.lt.last.fail")[0].0,
+            "nodes.g-1.lt.1.fail"
+        );
         assert!(glob("g-*", "g-12") && !glob("g-*", "l1") && glob("*", "x") && glob("a*c", "abbc"));
 
         let mut e = expect("nodes.g-*.lt.*.fail");

@@ -100,7 +100,10 @@ fn find(repo: &Path, name: &str) -> Result<Scenario> {
     }
     let p = scenario_dir(repo).join(format!("{name}.toml"));
     if !p.exists() {
-        bail!("no scenario '{name}' ({} does not exist; 'vmtest list' shows them)", p.display());
+        bail!(
+            "no scenario '{name}' ({} does not exist; 'vmtest list' shows them)",
+            p.display()
+        );
     }
     Scenario::load(&p)
 }
@@ -153,9 +156,9 @@ fn real_main() -> Result<()> {
             if list.is_empty() {
                 bail!("no scenario given (names, --fast or --all)");
             }
-            let kdir = cli
-                .kdir
-                .context("--kdir (or KDIR) must name the built kernel tree; 'make print-kdir' prints it")?;
+            let kdir = cli.kdir.context(
+                "--kdir (or KDIR) must name the built kernel tree; 'make print-kdir' prints it",
+            )?;
             let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
             let cache = cli.cache.unwrap_or_else(|| {
                 std::env::var("PVLOCK_CACHE")
@@ -203,7 +206,10 @@ fn real_main() -> Result<()> {
                 } else {
                     eprintln!("FAIL {} in {:.0} s:", s.name, r.wall_secs);
                     if r.reasons.is_empty() {
-                        eprintln!("  - expected a failure matching /{}/, the run passed", s.expect_failure.as_deref().unwrap_or(""));
+                        eprintln!(
+                            "  - expected a failure matching /{}/, the run passed",
+                            s.expect_failure.as_deref().unwrap_or("")
+                        );
                     }
                     for why in &r.reasons {
                         eprintln!("  - {why}");
@@ -221,7 +227,10 @@ fn real_main() -> Result<()> {
                 }
                 rows.push((s.name.clone(), r.passed, r.wall_secs, retried));
             }
-            eprintln!("\n{:<28} {:<6} {:>8} {:>8}", "scenario", "result", "secs", "retries");
+            eprintln!(
+                "\n{:<28} {:<6} {:>8} {:>8}",
+                "scenario", "result", "secs", "retries"
+            );
             for (n, ok, secs, retried) in &rows {
                 eprintln!(
                     "{n:<28} {:<6} {secs:>8.0} {retried:>8}",
@@ -229,7 +238,12 @@ fn real_main() -> Result<()> {
                 );
             }
             if !failed.is_empty() {
-                bail!("{} of {} scenarios failed: {}", failed.len(), rows.len(), failed.join(", "));
+                bail!(
+                    "{} of {} scenarios failed: {}",
+                    failed.len(),
+                    rows.len(),
+                    failed.join(", ")
+                );
             }
             Ok(())
         }

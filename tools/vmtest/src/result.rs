@@ -169,14 +169,20 @@ impl Parsed {
         let event = it.next().unwrap_or("");
         let data = it.next().unwrap_or("").to_string();
         let (level, name) = match who.split_once('.') {
-            Some((l, n)) => (l.trim_start_matches('L').parse().unwrap_or(0), n.to_string()),
+            Some((l, n)) => (
+                l.trim_start_matches('L').parse().unwrap_or(0),
+                n.to_string(),
+            ),
             None => (0, origin.to_string()),
         };
         // L1 reports about L2 instances.
         if event == "l2-exit" {
             let mut w = data.split_whitespace();
             let inst = w.next().unwrap_or("").to_string();
-            let rc = w.next().and_then(|r| r.strip_prefix("rc=")).and_then(|r| r.parse().ok());
+            let rc = w
+                .next()
+                .and_then(|r| r.strip_prefix("rc="))
+                .and_then(|r| r.parse().ok());
             self.node(&inst).exit_rc = rc;
             return;
         }

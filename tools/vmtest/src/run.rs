@@ -94,7 +94,10 @@ impl Config {
         modules.retain(|m| m.exists() || !m.starts_with(&self.repo));
         for m in &modules {
             if !m.exists() {
-                bail!("{} is missing (run 'make kernel' and 'make modules')", m.display());
+                bail!(
+                    "{} is missing (run 'make kernel' and 'make modules')",
+                    m.display()
+                );
             }
         }
         let mut programs = Vec::new();
@@ -140,7 +143,10 @@ fn spawn_reader<R: std::io::Read + Send + 'static>(
                 Ok(_) => {
                     let s = String::from_utf8_lossy(&buf).into_owned();
                     let s = s.trim_end_matches(['\n', '\r']).to_string();
-                    if tx.send(if err { Line::Err(s) } else { Line::Out(s) }).is_err() {
+                    if tx
+                        .send(if err { Line::Err(s) } else { Line::Out(s) })
+                        .is_err()
+                    {
                         break;
                     }
                 }
@@ -166,8 +172,17 @@ fn activity(p: &Parsed) -> String {
     for (name, n) in &p.nodes {
         let what = if n.done {
             "done".to_string()
-        } else if let Some(s) = n.steps.iter().rev().find(|s| s.rc.is_none() && !s.timed_out) {
-            format!("step {} ({})", s.id, s.call.split_whitespace().next().unwrap_or(""))
+        } else if let Some(s) = n
+            .steps
+            .iter()
+            .rev()
+            .find(|s| s.rc.is_none() && !s.timed_out)
+        {
+            format!(
+                "step {} ({})",
+                s.id,
+                s.call.split_whitespace().next().unwrap_or("")
+            )
         } else if n.booted {
             "running".into()
         } else {
@@ -185,18 +200,31 @@ fn activity(p: &Parsed) -> String {
 /// A failure the platform causes (nested TCG), not the code under test.
 fn platform_failure(s: &Scenario, p: &Parsed) -> Option<String> {
     for name in s.l2_instances() {
-        let Some(n) = p.nodes.get(&name) else { continue };
+        let Some(n) = p.nodes.get(&name) else {
+            continue;
+        };
         if n.done {
             continue;
         }
-        if n.problems.iter().any(|l| l.contains("timer wakeup didn't happen")) {
-            return Some(format!("{name}: the guest's timer stopped (nested TCG timer stall)"));
+        if n.problems
+            .iter()
+            .any(|l| l.contains("timer wakeup didn't happen"))
+        {
+            return Some(format!(
+                "{name}: the guest's timer stopped (nested TCG timer stall)"
+            ));
         }
         // A 64-bit kernel never runs with code segment 0: a register state
         // zeroed under it (seen only under nested TCG, with no pvlock code
         // involved, during boot).
-        if n.tail.iter().chain(&n.problems).any(|l| l.contains("RIP: 0000:0x0")) {
-            return Some(format!("{name}: the vCPU's register state was zeroed (CS=0, RIP=0; nested TCG)"));
+        if n.tail
+            .iter()
+            .chain(&n.problems)
+            .any(|l| l.contains("RIP: 0000:0x0"))
+        {
+            return Some(format!(
+                "{name}: the vCPU's register state was zeroed (CS=0, RIP=0; nested TCG)"
+            ));
         }
         if n.problems.is_empty() && n.exit_rc == Some(0) {
             return Some(format!(
@@ -268,7 +296,9 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
     let tty = std::io::stderr().is_terminal();
     let pb = if tty && !cfg.console {
         let pb = ProgressBar::new_spinner();
-        pb.set_style(ProgressStyle::with_template("{spinner} {prefix} {elapsed_precise} {wide_msg}")?);
+        pb.set_style(ProgressStyle::with_template(
+            "{spinner} {prefix} {elapsed_precise} {wide_msg}",
+        )?);
         pb.set_prefix(format!("{} #{attempt}", s.name));
         pb.enable_steady_tick(Duration::from_millis(200));
         Some(pb)
@@ -327,7 +357,11 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
-    writeln!(log, "# qemu exit status {status:?}, {:.1} s", start.elapsed().as_secs_f64())?;
+    writeln!(
+        log,
+        "# qemu exit status {status:?}, {:.1} s",
+        start.elapsed().as_secs_f64()
+    )?;
     Ok(AttemptRun {
         parsed,
         timed_out,

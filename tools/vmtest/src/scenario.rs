@@ -197,8 +197,8 @@ impl Scenario {
     pub fn load(path: &Path) -> Result<Scenario> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read scenario {}", path.display()))?;
-        let mut s: Scenario = toml::from_str(&text)
-            .with_context(|| format!("bad scenario {}", path.display()))?;
+        let mut s: Scenario =
+            toml::from_str(&text).with_context(|| format!("bad scenario {}", path.display()))?;
         s.name = path
             .file_stem()
             .and_then(|n| n.to_str())
@@ -305,7 +305,10 @@ fn check_steps(steps: &[Step], l1: bool) -> Result<()> {
         match (&s.run, s.l2.is_empty()) {
             (Some(f), true) => {
                 if !STEP_FUNCTIONS.contains(&f.as_str()) {
-                    bail!("unknown step function '{f}' (known: {})", STEP_FUNCTIONS.join(", "));
+                    bail!(
+                        "unknown step function '{f}' (known: {})",
+                        STEP_FUNCTIONS.join(", ")
+                    );
                 }
             }
             (None, false) if l1 => {}
@@ -323,9 +326,8 @@ fn check_steps(steps: &[Step], l1: bool) -> Result<()> {
 /// `l2` step.
 fn plan_steps(steps: &[Step], l2_specs: impl Fn(&Step) -> String) -> String {
     let mut s = String::new();
-    let mut n = 0;
-    for step in steps {
-        n += 1;
+    for (i, step) in steps.iter().enumerate() {
+        let n = i + 1;
         let func = step.run.clone().unwrap_or_else(|| "l2".into());
         let id = step.id.clone().unwrap_or_else(|| format!("{func}{n}"));
         if func == "wait" {
@@ -405,12 +407,16 @@ steps = [
         let plans = s.plans();
         assert_eq!(plans[0].0, "plan/L1.sh");
         assert!(plans[0].1.contains("pv_l2cmd_g=nopvspin\n"));
-        assert!(plans[0].1.contains("step load1 120 load host_kvm force=1\n"));
+        assert!(plans[0]
+            .1
+            .contains("step load1 120 load host_kvm force=1\n"));
         assert!(plans[0]
             .1
             .contains("step l22 300 l2 290 g:1:4:768M:host,tsc-deadline=off,pmu=off\n"));
         assert_eq!(plans[1].0, "plan/L2-g.sh");
-        assert!(plans[1].1.contains("step locktorture1 200 locktorture spin_lock 0 15\n"));
+        assert!(plans[1]
+            .1
+            .contains("step locktorture1 200 locktorture spin_lock 0 15\n"));
         assert!(plans[1].1.contains("sh_step 'echo it'\\''s'\n"));
         assert_eq!(s.l2_instances(), vec!["g-1"]);
     }
@@ -418,11 +424,17 @@ steps = [
     #[test]
     fn rejects_unknown_functions_and_groups() {
         let bad = BASIC.replace("\"locktorture\"", "\"rm_rf\"");
-        assert!(parse(&bad).unwrap_err().to_string().contains("unknown step function"));
+        assert!(parse(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown step function"));
         let bad = BASIC.replace("l2 = [\"g\"]", "l2 = [\"h\"]");
         assert!(parse(&bad).unwrap_err().to_string().contains("not defined"));
         let bad = BASIC.replace("{ l2 = [\"g\"], timeout = 300 },", "");
-        assert!(parse(&bad).unwrap_err().to_string().contains("never booted"));
+        assert!(parse(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("never booted"));
     }
 
     #[test]

@@ -179,7 +179,11 @@ impl<T: PvlockHost> Adapter<T> {
         let vcpu = unsafe { Vcpu::from_raw(vcpu) };
         // SAFETY: KVM passes an array of four arguments.
         let a = unsafe { core::slice::from_raw_parts(args, 4) };
-        match T::hypercall(vcpu, nr as u64, [a[0] as u64, a[1] as u64, a[2] as u64, a[3] as u64]) {
+        match T::hypercall(
+            vcpu,
+            nr as u64,
+            [a[0] as u64, a[1] as u64, a[2] as u64, a[3] as u64],
+        ) {
             Some(r) => {
                 // SAFETY: `ret` is valid for writes.
                 unsafe { *ret = r as c_ulong };
@@ -247,4 +251,3 @@ impl<T: PvlockHost> Drop for Registration<T> {
         unsafe { bindings::kvm_pvlock_unregister(self.ops) };
     }
 }
-

@@ -159,7 +159,16 @@ unsafe extern "C" fn set_bool(val: *const c_char, kp: *const bindings::kernel_pa
 
 unsafe extern "C" fn get_bool(buf: *mut c_char, kp: *const bindings::kernel_param) -> c_int {
     // SAFETY: sysfs passes a page and the parameter made by the macro.
-    unsafe { emit(buf, if param::<BoolParam>(kp).get() { "Y" } else { "N" }) }
+    unsafe {
+        emit(
+            buf,
+            if param::<BoolParam>(kp).get() {
+                "Y"
+            } else {
+                "N"
+            },
+        )
+    }
 }
 
 /// Operations for a [`U32Param`].
@@ -241,8 +250,7 @@ macro_rules! pvlock_module_param {
             static MODINFO_PARM: [u8; PARM_LEN] = modinfo_bytes(&["parm=", NAME, ":", DESC]);
             #[link_section = ".modinfo"]
             #[used(compiler)]
-            static MODINFO_TYPE: [u8; TYPE_LEN] =
-                modinfo_bytes(&["parmtype=", NAME, ":", TYPE]);
+            static MODINFO_TYPE: [u8; TYPE_LEN] = modinfo_bytes(&["parmtype=", NAME, ":", TYPE]);
 
             static _CHECK_TYPE: &$ty = &$static;
 
