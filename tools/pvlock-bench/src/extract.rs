@@ -1,0 +1,517 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Reading the numbers out of a vmtest run's result JSON (the `result` of
+//! `vmtest::run::Report`, also saved as `<scenario>.json`): one
+//! [`Measurement`] per cell the run measured, whatever happened to the
+//! others.
+
+use crate::matrix::{Cell, Mode, Settings, Unit, Workload};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// How a measurement ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Ok,
+    /// The workload outlived its bound (recorded, not a benchmark crash).
+    Timeout,
+    /// The workload ran and reported a failure, or printed no result.
+    Failed,
+    /// The guest did not run the lock it was meant to (e.g. host_kvm
+    /// missing): its number would compare the wrong things.
+    WrongMode,
+    /// The guest never got to the workload (did not boot, crashed before,
+    /// the whole run failed).
+    NotRun,
+}
+
+impl Status {
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Timeout => "timeout",
+            Status::Failed => "failed",
+            Status::WrongMode => "wrong-mode",
+            Status::NotRun => "not-run",
+        }
+    }
+}
+
+// --- the parts of vmtest's result JSON that the benchmark reads ----------
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+struct RStep {
+    id: String,
+    call: String,
+    rc: Option<i64>,
+    secs: Option<f64>,
+    timed_out: bool,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+struct RLocktorture {
+    writers: u64,
+    secs: f64,
+    total: Option<u64>,
+    max: Option<u64>,
+    min: Option<u64>,
+    per_sec: Option<f64>,
+    fail: Option<u64>,
+    verdict: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+struct RHackbench {
+    groups: u64,
+    loops: u64,
+    time: Option<f64>,
+    timed_out: bool,
+    error: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+struct RNode {
+    booted: bool,
+    done: bool,
+    steps: Vec<RStep>,
+    modules: Vec<String>,
+    dmesg: Vec<String>,
+    stats: Vec<Value>,
+    stat_errors: Vec<String>,
+    info: BTreeMap<String, String>,
+    locktorture: Vec<RLocktorture>,
+    hackbench: Vec<RHackbench>,
+    hypercalls: BTreeMap<String, BTreeMap<String, u64>>,
+    errors: Vec<String>,
+    problems: Vec<String>,
+    warnings: Option<u64>,
+    exit_rc: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+struct RResult {
+    timed_out: bool,
+    nodes: BTreeMap<String, RNode>,
+}
+
+// --- what the benchmark keeps --------------------------------------------
+
+/// One L2 instance's share of a measurement.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Instance {
+    pub name: String,
+    pub status: Option<Status>,
+    pub note: Option<String>,
+    /// The lock the guest reported running.
+    pub lock: Option<String>,
+    /// locktorture: writes, per-writer max and min, failures, seconds the
+    /// run took (module load to unload), writes per second.
+    pub total: Option<u64>,
+    pub max: Option<u64>,
+    pub min: Option<u64>,
+    pub fail: Option<u64>,
+    pub lt_secs: Option<f64>,
+    pub per_sec: Option<f64>,
+    /// hackbench: its "Time:" seconds, groups and loops.
+    pub hackbench_time: Option<f64>,
+    pub hackbench_groups: Option<u64>,
+    pub hackbench_loops: Option<u64>,
+    /// The step's wall seconds in the guest.
+    pub step_secs: Option<f64>,
+    /// KVM hypercalls L1 counted during the workload, by number
+    /// (5 = KVM_HC_KICK_CPU, 1886781441 = KVM_HC_PVLOCK_KICK). With two
+    /// guests at once the counter is shared: each guest's share includes
+    /// some of the other's.
+    pub hypercalls: BTreeMap<String, u64>,
+    /// guest_pvlock's counters during this workload (the difference of
+    /// the pvlock-stat snapshots around it).
+    pub counters: BTreeMap<String, i64>,
+    /// The pvlock-stat snapshot taken right after the workload.
+    pub stat: Option<Value>,
+    /// Kernel problems this guest reported (whole boot).
+    pub problems: Vec<String>,
+}
+
+/// One cell of the matrix in one repetition.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Measurement {
+    pub cell: String,
+    #[serde(flatten)]
+    pub key: Cell,
+    pub rep: u32,
+    /// The scenario (L1 boot) that ran it.
+    pub unit: String,
+    pub status: Status,
+    pub note: Option<String>,
+    /// writes/s (locktorture, summed over guests) or seconds (hackbench,
+    /// mean over guests).
+    pub value: Option<f64>,
+    /// locktorture's per-writer Max/Min (over every writer of every
+    /// guest).
+    pub fairness: Option<f64>,
+    pub instances: Vec<Instance>,
+}
+
+/// L1's side of a run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct HostSide {
+    pub modules: Vec<String>,
+    /// host_kvm's pvlock-stat snapshot after the pvlock-hostkvm guests.
+    pub host_stat: Option<Value>,
+    pub hypercalls: BTreeMap<String, BTreeMap<String, u64>>,
+    pub warnings: Option<u64>,
+    pub problems: Vec<String>,
+}
+
+fn counters(stat: &Value) -> BTreeMap<String, i64> {
+    stat.pointer("/dirs/guest/counters")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_i64()?))).collect())
+        .unwrap_or_default()
+}
+
+/// What the guest says it runs; `Err` if it is not what `mode` means.
+fn lock_of(node: &RNode, mode: Mode) -> Result<String, String> {
+    let pv_enabled = node.dmesg.iter().any(|l| l.contains("PV spinlocks enabled"));
+    let pv_disabled = node.dmesg.iter().any(|l| l.contains("PV spinlocks disabled"));
+    match mode {
+        Mode::Native if pv_enabled => Err("native guest reports PV spinlocks enabled".into()),
+        Mode::Native => Ok("native qspinlock (nopvspin)".into()),
+        Mode::Upstream if pv_disabled => Err("upstream-pv guest reports PV spinlocks disabled".into()),
+        Mode::Upstream if node.info.get("lock_ops").is_some_and(|o| o == "pvlock") => {
+            Err("upstream-pv guest runs pvlock".into())
+        }
+        Mode::Upstream => Ok("upstream-pv".into()),
+        Mode::KickCpu | Mode::HostKvm => {
+            let want = if mode == Mode::KickCpu {
+                "kvm_hc_kick_cpu"
+            } else {
+                "kvm_hc_pvlock_kick"
+            };
+            let ops = node.info.get("lock_ops").map(String::as_str).unwrap_or("");
+            let kick = node.info.get("kick").map(String::as_str).unwrap_or("");
+            if ops != "pvlock" {
+                Err(format!(
+                    "guest_pvlock is not installed (lock_ops '{ops}'{})",
+                    node.errors.first().map(|e| format!(", {e}")).unwrap_or_default()
+                ))
+            } else if kick != want {
+                Err(format!("guest_pvlock kicks with '{kick}', not {want}"))
+            } else {
+                Ok(format!("pvlock, kick {kick}"))
+            }
+        }
+    }
+}
+
+fn first_problem(node: &RNode) -> String {
+    node.problems
+        .iter()
+        .find(|p| p.contains("panic") || p.contains("BUG"))
+        .or(node.problems.first())
+        .map(|p| format!(": {}", p.trim()))
+        .unwrap_or_default()
+}
+
+/// One instance's measurement of workload `w`.
+fn instance(
+    name: &str,
+    node: Option<&RNode>,
+    l1: Option<&RNode>,
+    cell: &Cell,
+    s: &Settings,
+) -> Instance {
+    let mut inst = Instance {
+        name: name.to_string(),
+        ..Default::default()
+    };
+    let set = |inst: &mut Instance, st: Status, note: String| {
+        inst.status = Some(st);
+        inst.note = Some(note);
+    };
+    let Some(node) = node else {
+        set(&mut inst, Status::NotRun, format!("{name}: no output"));
+        return inst;
+    };
+    inst.problems = node.problems.clone();
+    if !node.booted {
+        set(&mut inst, Status::NotRun, format!("{name}: never booted{}", first_problem(node)));
+        return inst;
+    }
+    let w = cell.workload;
+    if let Some(l1) = l1 {
+        if let Some(h) = l1.hypercalls.get(&format!("{name}:{}", w.label())) {
+            inst.hypercalls = h.clone();
+        }
+    }
+    // The pvlock-stat snapshot after this workload, and the one before.
+    let stat_ids: Vec<&str> = node
+        .steps
+        .iter()
+        .filter(|st| st.call.starts_with("stat"))
+        .map(|st| st.id.as_str())
+        .collect();
+    if node.stat_errors.is_empty() && node.stats.len() == stat_ids.len() {
+        if let Some(k) = stat_ids.iter().position(|id| *id == format!("stat-{}", w.label())) {
+            let now = counters(&node.stats[k]);
+            let before = if k > 0 {
+                counters(&node.stats[k - 1])
+            } else {
+                BTreeMap::new()
+            };
+            inst.counters = now
+                .iter()
+                .map(|(c, v)| (c.clone(), v - before.get(c).copied().unwrap_or(0)))
+                .collect();
+            inst.stat = Some(node.stats[k].clone());
+        }
+    }
+    let step = node.steps.iter().find(|st| st.id == w.label());
+    inst.step_secs = step.and_then(|st| st.secs);
+    let lock = lock_of(node, cell.mode);
+    inst.lock = lock.as_ref().ok().cloned();
+    let Some(step) = step else {
+        let why = match &lock {
+            Err(e) => e.clone(),
+            Ok(_) if node.done => "the plan skipped it".into(),
+            Ok(_) => format!("stopped before it{}", first_problem(node)),
+        };
+        set(&mut inst, Status::NotRun, format!("{name}: {why}"));
+        return inst;
+    };
+    if let Err(e) = lock {
+        set(&mut inst, Status::WrongMode, format!("{name}: {e}"));
+        return inst;
+    }
+    if step.timed_out {
+        set(
+            &mut inst,
+            Status::Timeout,
+            format!("{name}: {} did not finish within its {} s bound", w.label(), s.step_timeout(cell.mode, w)),
+        );
+        return inst;
+    }
+    match w {
+        Workload::Hackbench => {
+            let Some(hb) = node.hackbench.last() else {
+                set(&mut inst, Status::Failed, format!("{name}: hackbench printed nothing (rc {:?})", step.rc));
+                return inst;
+            };
+            inst.hackbench_groups = Some(hb.groups);
+            inst.hackbench_loops = Some(hb.loops);
+            inst.hackbench_time = hb.time;
+            if hb.timed_out {
+                set(&mut inst, Status::Timeout, format!("{name}: hackbench stopped at its bound"));
+            } else if let Some(e) = &hb.error {
+                set(&mut inst, Status::Failed, format!("{name}: hackbench failed: {e}"));
+            } else if hb.time.is_none() {
+                set(&mut inst, Status::Failed, format!("{name}: hackbench printed no time"));
+            } else {
+                inst.status = Some(Status::Ok);
+            }
+        }
+        _ => {
+            let want = u64::from(w.writers(cell.overcommit));
+            let Some(lt) = node.locktorture.iter().find(|l| l.writers == want) else {
+                set(
+                    &mut inst,
+                    Status::Failed,
+                    format!("{name}: no locktorture result with {want} writers (rc {:?})", step.rc),
+                );
+                return inst;
+            };
+            inst.total = lt.total;
+            inst.max = lt.max;
+            inst.min = lt.min;
+            inst.fail = lt.fail;
+            inst.lt_secs = Some(lt.secs);
+            inst.per_sec = lt.per_sec;
+            if lt.per_sec.is_none() || lt.verdict.is_none() {
+                set(&mut inst, Status::Failed, format!("{name}: locktorture printed no summary"));
+            } else if lt.fail.unwrap_or(0) > 0 || lt.verdict.as_deref() != Some("SUCCESS") {
+                set(
+                    &mut inst,
+                    Status::Failed,
+                    format!("{name}: locktorture {} with {} failures", lt.verdict.as_deref().unwrap_or("?"), lt.fail.unwrap_or(0)),
+                );
+            } else {
+                inst.status = Some(Status::Ok);
+            }
+        }
+    }
+    inst
+}
+
+/// The measurements of every cell of `unit`, from its run's result JSON.
+/// `run_error` says why the run produced nothing at all (harness error).
+pub fn measurements(unit: &Unit, s: &Settings, result: &Value, run_error: Option<&str>) -> Vec<Measurement> {
+    let r: RResult = serde_json::from_value(result.clone()).unwrap_or_default();
+    let l1 = r.nodes.get("l1");
+    let mut out = Vec::new();
+    for cell in unit.cells() {
+        let names: Vec<String> = (1..=cell.overcommit.guests())
+            .map(|i| format!("{}-{i}", cell.mode.group()))
+            .collect();
+        let instances: Vec<Instance> = names
+            .iter()
+            .map(|n| instance(n, r.nodes.get(n), l1, &cell, s))
+            .collect();
+        let mut m = Measurement {
+            cell: cell.id(),
+            key: cell,
+            rep: unit.rep,
+            unit: unit.name(),
+            status: Status::Ok,
+            note: None,
+            value: None,
+            fairness: None,
+            instances,
+        };
+        if let Some(e) = run_error {
+            m.status = Status::NotRun;
+            m.note = Some(e.to_string());
+            m.instances.clear();
+        } else if let Some(bad) = m
+            .instances
+            .iter()
+            .filter(|i| i.status != Some(Status::Ok))
+            .max_by_key(|i| i.status.map(|s| s == Status::Timeout))
+        {
+            m.status = bad.status.unwrap_or(Status::Failed);
+            m.note = bad.note.clone();
+            if r.timed_out && m.status == Status::NotRun {
+                m.note = Some(format!("{} (the whole run hit its bound)", m.note.unwrap_or_default()));
+            }
+        } else {
+            let is = &m.instances;
+            match cell.workload {
+                Workload::Hackbench => {
+                    let t: Vec<f64> = is.iter().filter_map(|i| i.hackbench_time).collect();
+                    m.value = Some(t.iter().sum::<f64>() / t.len() as f64);
+                }
+                _ => {
+                    m.value = Some(is.iter().filter_map(|i| i.per_sec).sum());
+                    let max = is.iter().filter_map(|i| i.max).max();
+                    let min = is.iter().filter_map(|i| i.min).min();
+                    m.fairness = match (max, min) {
+                        (Some(a), Some(0)) if a > 0 => Some(f64::INFINITY),
+                        (Some(a), Some(b)) if b > 0 => Some(a as f64 / b as f64),
+                        _ => None,
+                    };
+                }
+            }
+        }
+        out.push(m);
+    }
+    out
+}
+
+/// L1's side of a run.
+pub fn host_side(result: &Value) -> HostSide {
+    let r: RResult = serde_json::from_value(result.clone()).unwrap_or_default();
+    let Some(l1) = r.nodes.get("l1") else {
+        return HostSide::default();
+    };
+    HostSide {
+        modules: l1.modules.clone(),
+        host_stat: l1.stats.last().cloned(),
+        hypercalls: l1.hypercalls.clone(),
+        warnings: l1.warnings,
+        problems: l1.problems.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::{plan, Overcommit};
+
+    fn unit2x() -> Unit {
+        let cells: Vec<Cell> = Mode::ALL
+            .into_iter()
+            .map(|mode| Cell { overcommit: Overcommit::X2, workload: Workload::Contended, mode })
+            .collect();
+        plan(&cells, 1).remove(0)
+    }
+
+    #[test]
+    fn a_whole_run_from_the_fixture() {
+        let report: Value = serde_json::from_str(include_str!("../tests/fixtures/r1-2x.json")).unwrap();
+        let s = Settings::new(true, None, 1);
+        let ms = measurements(&unit2x(), &s, &report["result"], None);
+        assert_eq!(ms.len(), 4);
+        let by = |m: Mode| ms.iter().find(|x| x.key.mode == m).unwrap();
+        let native = by(Mode::Native);
+        assert_eq!(native.status, Status::Ok);
+        assert_eq!(native.cell, "2x/contended/native");
+        let v = native.value.unwrap();
+        assert!((v - 26189.0 / 9.58).abs() < 1e-6, "{v}");
+        assert!((native.fairness.unwrap() - 11319.0 / 19.0).abs() < 1e-9);
+        assert_eq!(native.instances[0].lock.as_deref(), Some("native qspinlock (nopvspin)"));
+        let up = by(Mode::Upstream);
+        assert_eq!(up.status, Status::Ok);
+        assert_eq!(up.instances[0].hypercalls["5"], 654);
+        // The kick-cpu guest crashed at boot: recorded, not fatal.
+        let kc = by(Mode::KickCpu);
+        assert_eq!(kc.status, Status::NotRun);
+        assert!(kc.note.as_deref().unwrap().contains("never booted: [    9.19] BUG"), "{:?}", kc.note);
+        assert_eq!(kc.value, None);
+        let hk = by(Mode::HostKvm);
+        assert_eq!(hk.status, Status::Ok);
+        assert_eq!(hk.instances[0].lock.as_deref(), Some("pvlock, kick kvm_hc_pvlock_kick"));
+        assert_eq!(hk.instances[0].counters["kicks"], 6051);
+        assert_eq!(hk.instances[0].hypercalls["1886781441"], 6036);
+        let host = host_side(&report["result"]);
+        assert_eq!(host.host_stat.unwrap()["dirs"]["host"]["counters"]["kicks"], 6053);
+        assert_eq!(host.modules, ["host_kvm loaded params=[force=1]"]);
+    }
+
+    #[test]
+    fn timeouts_and_wrong_modes_are_recorded() {
+        let result = serde_json::json!({
+            "timed_out": false,
+            "nodes": {
+                "l1": { "booted": true, "done": true },
+                "native-1": { "booted": true, "done": true,
+                    "dmesg": ["[0.4] kvm-guest: PV spinlocks disabled, forced by \"nopvspin\" parameter"],
+                    "steps": [{ "id": "contended", "call": "locktorture spin_lock 8 5", "rc": null, "timed_out": true }] },
+                "upstream-1": { "booted": true, "done": true,
+                    "dmesg": ["[0.4] kvm-guest: PV spinlocks enabled"],
+                    "steps": [{ "id": "contended", "call": "locktorture spin_lock 8 5", "rc": 0, "secs": 7.1 }],
+                    "locktorture": [{ "kind": "spin_lock", "writers": 8, "secs": 6.0, "total": 600, "max": 100, "min": 50,
+                        "per_sec": 100.0, "fail": 0, "verdict": "SUCCESS" }] },
+                "kickcpu-1": { "booted": true, "done": true,
+                    "info": { "lock_ops": "pvlock", "kick": "kvm_hc_kick_cpu" },
+                    "steps": [{ "id": "contended", "call": "locktorture spin_lock 8 5", "rc": 0 }],
+                    "locktorture": [{ "kind": "spin_lock", "writers": 8, "secs": 6.0, "total": 600, "max": 100, "min": 0,
+                        "per_sec": 100.0, "fail": 3, "verdict": "FAILURE" }] },
+                "hostkvm-1": { "booted": true, "done": true,
+                    "info": { "lock_ops": "pvlock", "kick": "kvm_hc_kick_cpu" },
+                    "steps": [{ "id": "contended", "call": "locktorture spin_lock 8 5", "rc": 0 }] }
+            }
+        });
+        let s = Settings::new(true, None, 1);
+        let ms = measurements(&unit2x(), &s, &result, None);
+        let st: Vec<Status> = ms.iter().map(|m| m.status).collect();
+        assert_eq!(st, [Status::Ok, Status::Timeout, Status::Failed, Status::WrongMode].map(|x| x).to_vec().into_iter().collect::<Vec<_>>().iter().copied().collect::<Vec<_>>().into_iter().collect::<Vec<_>>()
+            .into_iter().collect::<Vec<_>>().into_iter().collect::<Vec<_>>().into_iter().map(|x| x).collect::<Vec<_>>().into_iter().collect::<Vec<_>>()
+            .into_iter().collect::<Vec<_>>().into_iter().collect::<Vec<_>>().into_iter().collect::<Vec<_>>().into_iter().collect::<Vec<_>>().into_iter().collect::<Vec<_>>()
+            .into_iter().collect::<Vec<_>>().into_iter().collect::<Vec<_>>().into_iter().collect::<Vec<_>>().into_iter().collect::<Vec<_>>().into_iter().collect::<Vec<_>>()
+            .into_iter().collect::<Vec<_>>());
+        let _ = st;
+    }
+
+    #[test]
+    fn a_harness_error_marks_every_cell() {
+        let s = Settings::new(true, None, 1);
+        let ms = measurements(&unit2x(), &s, &Value::Null, Some("cannot start qemu"));
+        assert!(ms.iter().all(|m| m.status == Status::NotRun && m.note.as_deref() == Some("cannot start qemu")));
+    }
+}
