@@ -500,12 +500,13 @@ mod tests {
         let s = Settings::new(true, None, 1);
         let ms = measurements(&unit2x(), &s, &result, None);
         let st: Vec<Status> = ms.iter().map(|m| m.status).collect();
-        assert_eq!(st, [Status::Ok, Status::Timeout, Status::Failed, Status::WrongMode].map(|x| x).to_vec().into_iter().collect::<Vec<_>>().iter().copied().collect::<Vec<_>>().into_iter().collect::<Vec<_>>()
-            .into_iter().collect::<Vec<_>>().into_iter().collect::<Vec<_>>().into_iter().map(|x| x).collect::<Vec<_>>().into_iter().collect::<Vec<_>>()
-            .into_iter().collect::<Vec<_>>().into_iter().collect::<Vec<_>>().into_iter().collect::<Vec<_>>().into_iter().collect::<Vec<_>>().into_iter().collect::<Vec<_>>()
-            .into_iter().collect::<Vec<_>>().into_iter().collect::<Vec<_>>().into_iter().collect::<Vec<_>>().into_iter().collect::<Vec<_>>().into_iter().collect::<Vec<_>>()
-            .into_iter().collect::<Vec<_>>());
-        let _ = st;
+        assert_eq!(st, [Status::Timeout, Status::Ok, Status::Failed, Status::WrongMode]);
+        assert!(ms[0].note.as_deref().unwrap().contains("within its 85 s bound"), "{:?}", ms[0].note);
+        assert_eq!(ms[0].value, None);
+        assert_eq!(ms[1].value, Some(100.0));
+        assert_eq!(ms[1].fairness, Some(2.0));
+        assert!(ms[2].note.as_deref().unwrap().contains("FAILURE with 3 failures"));
+        assert!(ms[3].note.as_deref().unwrap().contains("not kvm_hc_pvlock_kick"));
     }
 
     #[test]

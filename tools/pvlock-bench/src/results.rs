@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `results.json`: everything a benchmark run measured and how it went.
+
+use crate::extract::{HostSide, Measurement};
+use crate::matrix::Settings;
+use crate::stats::Summary;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// One L1 boot (vmtest scenario) of the benchmark.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct UnitRecord {
+    pub name: String,
+    pub rep: u32,
+    pub overcommit: String,
+    pub modes: Vec<String>,
+    /// The generated scenario file.
+    pub scenario: PathBuf,
+    /// vmtest's result file (`<runs>/<name>.json`, with the console logs
+    /// beside it).
+    pub result_file: PathBuf,
+    pub wall_secs: f64,
+    /// vmtest's attempts (a platform failure is retried): reasons, wall
+    /// time and console log of each.
+    pub attempts: Value,
+    /// vmtest's verdict: every guest finished its plan cleanly.
+    pub passed: bool,
+    pub reasons: Vec<String>,
+    /// The harness could not run it at all.
+    pub error: Option<String>,
+    pub host: HostSide,
+}
+
+/// hackbench and what it needs in the initramfs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HackbenchFiles {
+    pub program: PathBuf,
+    /// (host path, path in the image), for `vmtest --extra HOST:IMAGE`.
+    pub extra: Vec<(PathBuf, String)>,
+}
+
+/// The whole of `results.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Results {
+    pub tool: String,
+    pub version: String,
+    pub started: String,
+    pub finished: Option<String>,
+    pub wall_secs: f64,
+    /// False while running and after an interruption.
+    pub complete: bool,
+    pub kernel: String,
+    pub kdir: PathBuf,
+    pub settings: Settings,
+    pub only: Option<String>,
+    pub hackbench: Option<HackbenchFiles>,
+    pub notes: Vec<String>,
+    /// The cells measured (`2x/contended/native`, ...).
+    pub matrix: Vec<String>,
+    /// The runs in the order they ran.
+    pub order: Vec<String>,
+    pub units: Vec<UnitRecord>,
+    pub measurements: Vec<Measurement>,
+    pub summary: Summary,
+}
