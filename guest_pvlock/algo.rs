@@ -57,6 +57,10 @@ pub(crate) const MAX_NODES: usize = 4;
 /// How often (in spin loops) a waiter looks at the vCPU it waits behind.
 pub(crate) const PREEMPT_CHECK_MASK: u32 = 0x3f;
 
+/// How long (in loops) an unlocker whose kick found the waiter not yet
+/// halted watches the waiter's state before it kicks again.
+pub(crate) const KICK_RETRY_POLLS: u32 = 256;
+
 // Node states.
 const RUNNING: u32 = 0;
 const HALTED: u32 = 1;
@@ -119,6 +123,13 @@ pub(crate) trait Platform {
     fn spin_threshold(&self) -> u32;
     /// Whether to keep statistics.
     fn stats_enabled(&self) -> bool;
+    /// Loops an unlocker watches a waiter that was not yet halted before it
+    /// kicks again. Only delays the next kick: the model checker, which
+    /// explores schedules rather than time, uses 0.
+    #[inline(always)]
+    fn kick_retry_polls(&self) -> u32 {
+        KICK_RETRY_POLLS
+    }
     /// A trace point for the model checker; nothing in the kernel (`v` is
     /// not even evaluated).
     #[inline(always)]
@@ -728,20 +739,28 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
         let cpu = id as usize / MAX_NODES;
         // The waiter may still be on its way into the halt. If the host says
         // so, try again while the waiter still announces it; once it runs it
-        // sees the lock free by itself.
-        loop {
+        // sees the lock free by itself. The way into the halt is a few
+        // instructions unless the waiter's vCPU is preempted (and the host
+        // yields to it then): watch its state for a while before spending
+        // another hypercall.
+        'kick: loop {
             self.count(p, Counter::Kicks, 1);
-            match p.kick(cpu) {
-                Kick::Delivered => break,
-                Kick::NotHalted => {
-                    self.count(p, Counter::KicksNotHalted, 1);
-                    let st = node.state.fetch_add(0, Ordering::AcqRel);
-                    p.note("unlock: waiter state", || st.into());
-                    if st != HASHED {
-                        break;
-                    }
-                    p.relax();
+            if p.kick(cpu) == Kick::Delivered {
+                break;
+            }
+            self.count(p, Counter::KicksNotHalted, 1);
+            let mut polls = 0;
+            loop {
+                let st = node.state.fetch_add(0, Ordering::AcqRel);
+                p.note("unlock: waiter state", || st.into());
+                if st != HASHED {
+                    break 'kick;
                 }
+                p.relax();
+                if polls >= p.kick_retry_polls() || p.preempted(cpu) {
+                    break;
+                }
+                polls += 1;
             }
         }
         self.count(p, Counter::ReleasedSlowKicked, 1);

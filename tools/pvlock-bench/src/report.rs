@@ -354,7 +354,7 @@ pub fn markdown(r: &Results) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::matrix::{cells, Settings};
     use crate::results::Results;

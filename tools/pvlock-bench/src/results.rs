@@ -31,6 +31,10 @@ pub struct UnitRecord {
     /// The harness could not run it at all.
     pub error: Option<String>,
     pub host: HostSide,
+    /// /proc/loadavg when the run started, and how many other QEMU
+    /// processes were running on the machine then (noise).
+    pub loadavg: String,
+    pub other_qemus: usize,
 }
 
 /// hackbench and what it needs in the initramfs.

@@ -376,7 +376,7 @@ fn goals(s: &Summary) -> Vec<Goal> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::extract::Measurement;
 

@@ -370,6 +370,16 @@ impl Platform for Cpu<'_> {
         cfg!(not(loom))
     }
 
+    fn kick_retry_polls(&self) -> u32 {
+        // Polling only delays the next kick; under loom a bounded busy-wait
+        // would block in `relax()` (see `wait_for_progress`).
+        if cfg!(loom) {
+            0
+        } else {
+            algo::KICK_RETRY_POLLS
+        }
+    }
+
     fn note(&self, what: &str, v: impl FnOnce() -> u64) {
         trace(|| format!("cpu{} {what} {}", self.id, v()));
     }

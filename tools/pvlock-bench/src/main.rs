@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! pvlock-bench: runs the benchmark matrix (overcommit x lock mode x
+//! workload) through the vmtest harness, one L1 boot per overcommit level
+//! and repetition, and writes `results.json`, `results.md`,
+//! `throughput.svg` and `hackbench.svg`. `make bench [QUICK=1]` runs it;
+//! `Documentation/pvlock/benchmark.rst` explains the numbers.
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use pvlock_bench::extract::{self, Measurement, Status};
+use pvlock_bench::matrix::{self, Settings, Unit, Workload};
+use pvlock_bench::report::{self, fmt_num, fmt_secs};
+use pvlock_bench::results::{HackbenchFiles, Results, UnitRecord};
+use pvlock_bench::{chart, stats};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::Ordering;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use vmtest::run::{self, Config, INTERRUPTED};
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "Benchmark native, upstream PV and pvlock spinlocks under vCPU overcommit (L2 KVM guests in a TCG L1)",
+    after_help = "Examples:\n  pvlock-bench --kdir $KDIR --repo . --tools-bin tools/target/x86_64-unknown-linux-gnu/release --quick\n  pvlock-bench ... --only '^2x/contended/' --reps 5\n\nCells are named OVERCOMMIT/WORKLOAD/MODE: overcommit 1x, 2x, 3x, two-guests; workload contended,\nuncontended, hackbench; mode native, upstream-pv, pvlock-kickcpu, pvlock-hostkvm."
+)]
+struct Cli {
+    /// The built kernel tree (make print-kdir).
+    #[arg(long, env = "KDIR")]
+    kdir: PathBuf,
+    /// The repository root (modules, guest library).
+    #[arg(long, default_value = ".")]
+    repo: PathBuf,
+    /// Where the statically linked tools (pvlock-stat) are.
+    #[arg(long)]
+    tools_bin: Option<PathBuf>,
+    /// The reduced matrix (2x contended, every mode; 1x uncontended,
+    /// native and pvlock), 2 repetitions, short runs: under 10 minutes.
+    #[arg(long)]
+    quick: bool,
+    /// Repetitions (default: 2 quick, 3 full).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=50))]
+    reps: Option<u32>,
+    /// Output directory (default: build/bench/<UTC time>, and
+    /// build/bench/latest points at it).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Only the cells whose name matches this regex (e.g. '^2x/contended/').
+    #[arg(long)]
+    only: Option<String>,
+    /// Retries of a run that failed for platform reasons (nested TCG).
+    #[arg(long, default_value_t = 1)]
+    retries: u32,
+    /// hackbench (default: found on PATH; Debian package rt-tests).
+    #[arg(long)]
+    hackbench: Option<PathBuf>,
+    /// QEMU binary.
+    #[arg(long, default_value = "qemu-system-x86_64")]
+    qemu: String,
+    /// Cache of initramfs images (default: $PVLOCK_CACHE/vmtest or
+    /// ~/.cache/pvlock/vmtest).
+    #[arg(long)]
+    cache: Option<PathBuf>,
+}
+
+fn main() {
+    match real_main() {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("pvlock-bench: error: {e:#}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// The files `ldd` names (libraries and the dynamic loader).
+fn ldd_paths(text: &str) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for line in text.lines() {
+        let l = line.trim();
+        let path = match l.split_once("=>") {
+            Some((_, r)) => r.split_whitespace().next(),
+            None => l.split_whitespace().next(),
+        };
+        if let Some(p) = path.filter(|p| p.starts_with('/')) {
+            v.push(PathBuf::from(p));
+        }
+    }
+    v
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// hackbench and its shared libraries, as initramfs extra files.
+fn hackbench_files(explicit: Option<&Path>) -> Result<Option<HackbenchFiles>> {
+    let prog = match explicit {
+        Some(p) => p.to_path_buf(),
+        None => match which("hackbench") {
+            Some(p) => p,
+            None => return Ok(None),
+        },
+    };
+    let out = Command::new("ldd")
+        .arg(&prog)
+        .output()
+        .with_context(|| format!("cannot run ldd on {}", prog.display()))?;
+    let mut extra = vec![(prog.clone(), "usr/bin/hackbench".to_string())];
+    // A static hackbench: ldd says "not a dynamic executable" and fails.
+    if out.status.success() {
+        for p in ldd_paths(&String::from_utf8_lossy(&out.stdout)) {
+            let dest = p.to_string_lossy().trim_start_matches('/').to_string();
+            extra.push((p, dest));
+        }
+    }
+    Ok(Some(HackbenchFiles { program: prog, extra }))
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// (`20261130-005012`, `2026-11-30 00:50:12 UTC`).
+fn stamps(t: SystemTime) -> (String, String) {
+    let s = t.duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+    let (y, mo, d) = civil(s.div_euclid(86_400));
+    let r = s.rem_euclid(86_400);
+    let (h, mi, se) = (r / 3600, r / 60 % 60, r % 60);
+    (
+        format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{se:02}"),
+        format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{se:02} UTC"),
+    )
+}
+
+fn mmss(s: f64) -> String {
+    let s = s.max(0.0) as u64;
+    format!("{:02}:{:02}", s / 60, s % 60)
+}
+
+/// How many QEMU processes run on this machine (read-only look at /proc).
+fn qemus() -> usize {
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| {
+                    std::fs::read_to_string(e.path().join("comm"))
+                        .is_ok_and(|c| c.trim().starts_with("qemu-system"))
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn describe(m: &Measurement) -> String {
+    match (m.status, m.value) {
+        (Status::Ok, Some(v)) => {
+            let unit = if m.key.workload == Workload::Hackbench {
+                "s"
+            } else {
+                "writes/s"
+            };
+            let fair = m.fairness.map(|f| format!(", Max/Min {}", fmt_num(f))).unwrap_or_default();
+            format!("{} {unit}{fair}", fmt_num(v))
+        }
+        (st, _) => format!("{}: {}", st.label().to_uppercase(), m.note.as_deref().unwrap_or("")),
+    }
+}
+
+fn write_json(path: &Path, r: &Results) -> Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_string_pretty(r)?)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+fn real_main() -> Result<i32> {
+    let cli = Cli::parse();
+    let t0 = Instant::now();
+    let (stamp, started) = stamps(SystemTime::now());
+    let repo = cli.repo.canonicalize().context("--repo")?;
+    let kdir = cli.kdir.canonicalize().context("--kdir")?;
+    let kernel = std::fs::read_to_string(kdir.join("include/config/kernel.release"))
+        .with_context(|| format!("{} is not a built kernel tree (run 'make kernel')", kdir.display()))?
+        .trim()
+        .to_string();
+    let tools_bin = cli
+        .tools_bin
+        .clone()
+        .unwrap_or_else(|| repo.join("tools/target/x86_64-unknown-linux-gnu/release"));
+    let settings = Settings::new(cli.quick, cli.reps, cli.retries);
+    let only = cli
+        .only
+        .as_deref()
+        .map(regex::Regex::new)
+        .transpose()
+        .context("--only")?;
+    let mut cells = matrix::filter(matrix::cells(cli.quick), only.as_ref());
+    let mut notes = Vec::new();
+    if !tools_bin.join("pvlock-stat").exists() {
+        notes.push(format!(
+            "{} has no pvlock-stat: no statistics snapshots (make static-tools)",
+            tools_bin.display()
+        ));
+    }
+    let mut hackbench = None;
+    if cells.iter().any(|c| c.workload == Workload::Hackbench) {
+        hackbench = hackbench_files(cli.hackbench.as_deref())?;
+        if hackbench.is_none() {
+            notes.push("hackbench is not installed (Debian package rt-tests; make deps): the hackbench workload was skipped".into());
+            cells.retain(|c| c.workload != Workload::Hackbench);
+        }
+    }
+    if cells.is_empty() {
+        bail!("no cell of the {} matrix matches --only", if cli.quick { "quick" } else { "full" });
+    }
+    let units = matrix::plan(&cells, settings.reps);
+
+    let default_out = cli.out.is_none();
+    let out = match &cli.out {
+        Some(o) => o.clone(),
+        None => {
+            let base = repo.join("build/bench");
+            let mut o = base.join(&stamp);
+            let mut i = 1;
+            while o.exists() {
+                i += 1;
+                o = base.join(format!("{stamp}-{i}"));
+            }
+            o
+        }
+    };
+    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    let out = out.canonicalize()?;
+    if default_out {
+        let latest = repo.join("build/bench/latest");
+        let _ = std::fs::remove_file(&latest);
+        if let Some(name) = out.file_name() {
+            std::os::unix::fs::symlink(name, &latest).context("cannot link build/bench/latest")?;
+        }
+    }
+    let runs_dir = out.join("runs");
+    let scen_dir = out.join("scenarios");
+    std::fs::create_dir_all(&runs_dir)?;
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    let cache = cli.cache.clone().unwrap_or_else(|| {
+        std::env::var("PVLOCK_CACHE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|_| PathBuf::from(home).join(".cache/pvlock"))
+            .join("vmtest")
+    });
+    let cfg = Config {
+        kdir: kdir.clone(),
+        repo: repo.clone(),
+        tools_bin,
+        cache,
+        out: runs_dir.clone(),
+        qemu: cli.qemu.clone(),
+        retries: None,
+        console: false,
+        extra: hackbench.as_ref().map(|h| h.extra.clone()).unwrap_or_default(),
+    };
+    ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed)).context("cannot install the Ctrl-C handler")?;
+
+    let mut res = Results {
+        tool: "pvlock-bench".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        started: started.clone(),
+        finished: None,
+        wall_secs: 0.0,
+        complete: false,
+        kernel,
+        kdir,
+        settings: settings.clone(),
+        only: cli.only.clone(),
+        hackbench,
+        notes,
+        matrix: cells.iter().map(|c| c.id()).collect(),
+        order: units.iter().map(Unit::name).collect(),
+        units: Vec::new(),
+        measurements: Vec::new(),
+        summary: stats::summarize(&[], &cells, settings.reps),
+    };
+    let json_path = out.join("results.json");
+    let expected: Vec<f64> = units.iter().map(|u| u.expected_secs(&settings)).collect();
+    eprintln!(
+        "pvlock-bench: {} mode, {} cells x {} repetitions in {} runs of L1; estimated {}; results in {}",
+        if cli.quick { "quick" } else { "full" },
+        cells.len(),
+        settings.reps,
+        units.len(),
+        fmt_secs(expected.iter().sum()),
+        out.display()
+    );
+    for n in &res.notes {
+        eprintln!("pvlock-bench: note: {n}");
+    }
+    let mut done_actual = 0.0;
+    let mut done_expected = 0.0;
+    let mut interrupted = false;
+    for (i, unit) in units.iter().enumerate() {
+        let factor = if done_expected > 0.0 {
+            done_actual / done_expected
+        } else {
+            1.0
+        };
+        let left: f64 = expected[i..].iter().sum::<f64>() * factor;
+        let modes: Vec<String> = unit
+            .modes
+            .iter()
+            .map(|(m, ws)| {
+                format!(
+                    "{} ({})",
+                    m.label(),
+                    ws.iter().map(|w| w.label()).collect::<Vec<_>>().join(", ")
+                )
+            })
+            .collect();
+        eprintln!(
+            "\n=== [{}/{}] {}: {} overcommit: {} | elapsed {}, about {} left",
+            i + 1,
+            units.len(),
+            unit.name(),
+            unit.overcommit.label(),
+            modes.join("; "),
+            mmss(t0.elapsed().as_secs_f64()),
+            mmss(left)
+        );
+        let loadavg = std::fs::read_to_string("/proc/loadavg")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default();
+        let other_qemus = qemus();
+        if other_qemus > 0 {
+            eprintln!("pvlock-bench: note: {other_qemus} other QEMU process(es) running: expect noise");
+        }
+        let started_unit = Instant::now();
+        let scenario = unit.scenario(&settings, &scen_dir)?;
+        let outcome = run::run(&cfg, &scenario);
+        let wall = started_unit.elapsed().as_secs_f64();
+        done_actual += wall;
+        done_expected += expected[i];
+        let mut rec = UnitRecord {
+            name: unit.name(),
+            rep: unit.rep,
+            overcommit: unit.overcommit.label().into(),
+            modes: unit.modes.iter().map(|(m, _)| m.label().to_string()).collect(),
+            scenario: scen_dir.join(format!("{}.toml", unit.name())),
+            result_file: runs_dir.join(format!("{}.json", unit.name())),
+            wall_secs: wall,
+            attempts: serde_json::Value::Array(Vec::new()),
+            passed: false,
+            reasons: Vec::new(),
+            error: None,
+            host: Default::default(),
+            loadavg,
+            other_qemus,
+        };
+        let ms = match outcome {
+            Ok(report) => {
+                rec.attempts = serde_json::to_value(&report.attempts)?;
+                rec.passed = report.passed;
+                rec.reasons = report.reasons.clone();
+                rec.host = extract::host_side(&report.result);
+                extract::measurements(unit, &settings, &report.result, None)
+            }
+            Err(e) if INTERRUPTED.load(Ordering::Relaxed) => {
+                eprintln!("pvlock-bench: interrupted during {}: {e:#}", unit.name());
+                interrupted = true;
+                break;
+            }
+            Err(e) => {
+                let msg = format!("{e:#}");
+                eprintln!("pvlock-bench: run {} could not run: {msg}", unit.name());
+                rec.error = Some(msg.clone());
+                extract::measurements(unit, &settings, &serde_json::Value::Null, Some(&msg))
+            }
+        };
+        // The initramfs copies are large and can be made again.
+        if let Ok(rd) = std::fs::read_dir(runs_dir.join(unit.name())) {
+            for e in rd.flatten() {
+                if e.file_name().to_string_lossy().starts_with("initrd-") {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        eprintln!(
+            "--- {} in {:.0} s ({} attempt(s), vmtest {}):",
+            unit.name(),
+            wall,
+            rec.attempts.as_array().map(|a| a.len()).unwrap_or(0),
+            if rec.passed { "passed" } else { "failed" }
+        );
+        for m in &ms {
+            eprintln!("    {:<34} {}", m.cell, describe(m));
+        }
+        res.units.push(rec);
+        res.measurements.extend(ms);
+        res.wall_secs = t0.elapsed().as_secs_f64();
+        res.summary = stats::summarize(&res.measurements, &cells, settings.reps);
+        write_json(&json_path, &res)?;
+    }
+
+    res.complete = !interrupted;
+    res.finished = Some(stamps(SystemTime::now()).1);
+    res.wall_secs = t0.elapsed().as_secs_f64();
+    res.summary = stats::summarize(&res.measurements, &cells, settings.reps);
+    write_json(&json_path, &res)?;
+    let md = report::markdown(&res);
+    std::fs::write(out.join("results.md"), &md)?;
+    let title = format!(
+        "locktorture spin_lock, 2 writers per vCPU: writes/s (median, min-max over {} repetitions)",
+        settings.reps
+    );
+    chart::chart(&res.summary, Workload::Contended, &title, &out.join("throughput.svg"))?;
+    if cells.iter().any(|c| c.workload == Workload::Hackbench) {
+        let title = format!(
+            "hackbench: seconds, lower is better (median, min-max over {} repetitions)",
+            settings.reps
+        );
+        chart::chart(&res.summary, Workload::Hackbench, &title, &out.join("hackbench.svg"))?;
+    }
+    println!("{md}");
+    eprintln!(
+        "pvlock-bench: {} in {} ({}); results in {}",
+        if interrupted { "interrupted" } else { "done" },
+        fmt_secs(res.wall_secs),
+        started,
+        out.display()
+    );
+    Ok(if interrupted { 130 } else { 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ldd_output() {
+        let text = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibpthread.so.0 => /lib/x86_64-linux-gnu/libpthread.so.0 (0x00007f)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f)\n";
+        assert_eq!(
+            ldd_paths(text),
+            [
+                "/lib/x86_64-linux-gnu/libpthread.so.0",
+                "/lib/x86_64-linux-gnu/libc.so.6",
+                "/lib64/ld-linux-x86-64.so.2"
+            ]
+            .map(PathBuf::from)
+        );
+    }
+
+    #[test]
+    fn utc_stamps() {
+        let t = UNIX_EPOCH + std::time::Duration::from_secs(1_795_999_812);
+        assert_eq!(stamps(t).0, "20261130-005012");
+        assert_eq!(stamps(UNIX_EPOCH).1, "1970-01-01 00:00:00 UTC");
+        assert_eq!(civil(11_016), (2000, 2, 29));
+    }
+}
