@@ -17,7 +17,7 @@ use kernel::{
     pvlock::{
         abi, guest,
         lockops::{self, Kind, LockOps, QSpinLock, QueuedLock},
-        stats::write_u32_array,
+        stats::{check_zero_stats_write, write_u32_array},
     },
     uaccess::UserSliceReader,
 };
@@ -145,19 +145,9 @@ struct Files {
 /// `zero_stats`: writing `1` zeroes every counter and histogram; anything
 /// else is refused with `EINVAL` and changes nothing.
 fn zero_stats(_: &Files, reader: &mut UserSliceReader) -> Result {
-    let mut buf = [0u8; 8];
-    let n = reader.len();
-    if n == 0 || n > buf.len() {
-        return Err(EINVAL);
-    }
-    reader.read_slice(&mut buf[..n])?;
-    match &buf[..n] {
-        b"1" | b"1\n" => {
-            LOCK.zero_stats();
-            Ok(())
-        }
-        _ => Err(EINVAL),
-    }
+    check_zero_stats_write(reader)?;
+    LOCK.zero_stats();
+    Ok(())
 }
 
 /// Decides whether to install, and how to kick.

@@ -17,7 +17,7 @@ use kernel::{
         abi,
         kvm::{PvlockHost, Registration, Vcpu, Vm, VmState},
         param::{BoolParam, U32Param},
-        stats::{write_u32_array, Log2Histogram, BUCKETS},
+        stats::{check_zero_stats_write, write_u32_array, Log2Histogram, BUCKETS},
     },
     sync::atomic::{Atomic, Relaxed},
     uaccess::UserSliceReader,
@@ -234,22 +234,12 @@ struct Files {
 /// `zero_stats`: writing `1` zeroes every statistic; anything else is
 /// refused with `EINVAL`.
 fn zero_stats(_: &Files, reader: &mut UserSliceReader) -> Result {
-    let mut buf = [0u8; 8];
-    let n = reader.len();
-    if n == 0 || n > buf.len() {
-        return Err(EINVAL);
+    check_zero_stats_write(reader)?;
+    for c in &STATS.counters {
+        c.store(0, Relaxed);
     }
-    reader.read_slice(&mut buf[..n])?;
-    match &buf[..n] {
-        b"1" | b"1\n" => {
-            for c in &STATS.counters {
-                c.store(0, Relaxed);
-            }
-            STATS.latency.clear();
-            Ok(())
-        }
-        _ => Err(EINVAL),
-    }
+    STATS.latency.clear();
+    Ok(())
 }
 
 struct HostKvm {

@@ -5,7 +5,9 @@
 
 use crate::{
     fmt,
+    prelude::*,
     sync::atomic::{Atomic, Relaxed},
+    uaccess::UserSliceReader,
 };
 
 /// Number of buckets of a [`Log2Histogram`]: bucket `k` counts values in
@@ -81,4 +83,20 @@ pub fn write_u32_array(
         }
     }
     writeln!(f)
+}
+
+/// Checks a write to a `zero_stats` file: only `1` (a trailing newline
+/// allowed) asks for zeroing; anything else is `EINVAL`, so that a bad write
+/// changes nothing.
+pub fn check_zero_stats_write(reader: &mut UserSliceReader) -> Result {
+    let mut buf = [0u8; 8];
+    let n = reader.len();
+    if n == 0 || n > buf.len() {
+        return Err(EINVAL);
+    }
+    reader.read_slice(&mut buf[..n])?;
+    match &buf[..n] {
+        b"1" | b"1\n" => Ok(()),
+        _ => Err(EINVAL),
+    }
 }
