@@ -115,7 +115,7 @@ test: deps kernel
 
 demo: deps kernel
 	$(MAKE) modules tools
-	$(VMTEST) run demo --console
+	$(VMTEST) run demo --summary
 
 QUICK ?=
 bench: modules tools

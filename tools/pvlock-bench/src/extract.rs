@@ -5,7 +5,7 @@
 //! [`Measurement`] per cell the run measured, whatever happened to the
 //! others.
 
-use crate::matrix::{Cell, Mode, Settings, Unit, Workload};
+use crate::matrix::{Cell, Mode, Overcommit, Settings, Unit, Workload};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -290,6 +290,26 @@ fn instance(
         set(&mut inst, Status::WrongMode, format!("{name}: {e}"));
         return inst;
     }
+    if !step.timed_out && step.rc.is_none() && !node.done {
+        // The guest stopped answering inside the workload and L1 killed it
+        // at the L2's bound (or it vanished). Native spinlocks under
+        // overcommit can do that by themselves; anything else is the
+        // platform (a nested-TCG timer stall), worth running again.
+        if cell.mode == Mode::Native && w == Workload::Contended && cell.overcommit != Overcommit::X1 {
+            set(
+                &mut inst,
+                Status::Timeout,
+                format!("{name}: stopped answering during {} and was killed at the guest's bound", w.label()),
+            );
+        } else {
+            set(
+                &mut inst,
+                Status::NotRun,
+                format!("{name}: stalled or vanished during {}{}", w.label(), first_problem(node)),
+            );
+        }
+        return inst;
+    }
     if step.timed_out {
         set(
             &mut inst,
@@ -431,7 +451,7 @@ pub fn host_side(result: &Value) -> HostSide {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::{plan, Overcommit};
+    use crate::matrix::plan;
 
     fn unit2x() -> Unit {
         let cells: Vec<Cell> = Mode::ALL
@@ -507,6 +527,31 @@ mod tests {
         assert_eq!(ms[1].fairness, Some(2.0));
         assert!(ms[2].note.as_deref().unwrap().contains("FAILURE with 3 failures"));
         assert!(ms[3].note.as_deref().unwrap().contains("not kvm_hc_pvlock_kick"));
+    }
+
+    #[test]
+    fn stalled_guests() {
+        let stalled = |g: &str, pv: bool| {
+            serde_json::json!({ "booted": true, "done": false,
+                "dmesg": [if pv { "[0.4] kvm-guest: PV spinlocks enabled" } else { "[0.4] kvm-guest: PV spinlocks disabled" }],
+                "info": if g.starts_with("hostkvm") || g.starts_with("kickcpu") {
+                    serde_json::json!({ "lock_ops": "pvlock", "kick": if g.starts_with("hostkvm") { "kvm_hc_pvlock_kick" } else { "kvm_hc_kick_cpu" } })
+                } else { serde_json::json!({}) },
+                "steps": [{ "id": "contended", "call": "locktorture spin_lock 8 5", "rc": null, "timed_out": false }] })
+        };
+        let result = serde_json::json!({ "nodes": {
+            "l1": { "booted": true, "done": true },
+            "native-1": stalled("native-1", false),
+            "upstream-1": stalled("upstream-1", true),
+            "kickcpu-1": stalled("kickcpu-1", true),
+            "hostkvm-1": stalled("hostkvm-1", true),
+        }});
+        let ms = measurements(&unit2x(), &Settings::new(true, None, 1), &result, None);
+        let st: Vec<Status> = ms.iter().map(|m| m.status).collect();
+        // Native under overcommit stalls by itself: a timeout. The others
+        // are the platform's: run again.
+        assert_eq!(st, [Status::Timeout, Status::NotRun, Status::NotRun, Status::NotRun]);
+        assert!(ms[3].note.as_deref().unwrap().contains("stalled or vanished during contended"));
     }
 
     #[test]

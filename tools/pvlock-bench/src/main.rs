@@ -49,7 +49,8 @@ struct Cli {
     /// Only the cells whose name matches this regex (e.g. '^2x/contended/').
     #[arg(long)]
     only: Option<String>,
-    /// Retries of a run that failed for platform reasons (nested TCG).
+    /// Make-up runs, in the same repetition, of the guests the platform
+    /// lost (an L2 that vanished or stalled under nested TCG).
     #[arg(long, default_value_t = 1)]
     retries: u32,
     /// hackbench (default: found on PATH; Debian package rt-tests).
@@ -290,20 +291,21 @@ fn real_main() -> Result<i32> {
         hackbench,
         notes,
         matrix: cells.iter().map(|c| c.id()).collect(),
-        order: units.iter().map(Unit::name).collect(),
+        order: Vec::new(),
         units: Vec::new(),
         measurements: Vec::new(),
+        unused: Vec::new(),
         summary: stats::summarize(&[], &cells, settings.reps),
     };
     let json_path = out.join("results.json");
-    let expected: Vec<f64> = units.iter().map(|u| u.expected_secs(&settings)).collect();
+    let total_expected: f64 = units.iter().map(|u| u.expected_secs(&settings)).sum();
     eprintln!(
         "pvlock-bench: {} mode, {} cells x {} repetitions in {} runs of L1; estimated {}; results in {}",
         if cli.quick { "quick" } else { "full" },
         cells.len(),
         settings.reps,
         units.len(),
-        fmt_secs(expected.iter().sum()),
+        fmt_secs(total_expected),
         out.display()
     );
     for n in &res.notes {
@@ -312,13 +314,18 @@ fn real_main() -> Result<i32> {
     let mut done_actual = 0.0;
     let mut done_expected = 0.0;
     let mut interrupted = false;
-    for (i, unit) in units.iter().enumerate() {
+    let mut queue: std::collections::VecDeque<Unit> = units.into();
+    let mut i = 0;
+    while let Some(unit) = queue.pop_front() {
+        i += 1;
+        let unit = &unit;
         let factor = if done_expected > 0.0 {
             done_actual / done_expected
         } else {
             1.0
         };
-        let left: f64 = expected[i..].iter().sum::<f64>() * factor;
+        let this_expected = unit.expected_secs(&settings);
+        let left: f64 = (this_expected + queue.iter().map(|u| u.expected_secs(&settings)).sum::<f64>()) * factor;
         let modes: Vec<String> = unit
             .modes
             .iter()
@@ -332,8 +339,8 @@ fn real_main() -> Result<i32> {
             .collect();
         eprintln!(
             "\n=== [{}/{}] {}: {} overcommit: {} | elapsed {}, about {} left",
-            i + 1,
-            units.len(),
+            i,
+            i + queue.len(),
             unit.name(),
             unit.overcommit.label(),
             modes.join("; "),
@@ -347,12 +354,13 @@ fn real_main() -> Result<i32> {
         if other_qemus > 0 {
             eprintln!("pvlock-bench: note: {other_qemus} other QEMU process(es) running: expect noise");
         }
+        res.order.push(unit.name());
         let started_unit = Instant::now();
         let scenario = unit.scenario(&settings, &scen_dir)?;
         let outcome = run::run(&cfg, &scenario);
         let wall = started_unit.elapsed().as_secs_f64();
         done_actual += wall;
-        done_expected += expected[i];
+        done_expected += this_expected;
         let mut rec = UnitRecord {
             name: unit.name(),
             rep: unit.rep,
@@ -407,8 +415,34 @@ fn real_main() -> Result<i32> {
         for m in &ms {
             eprintln!("    {:<34} {}", m.cell, describe(m));
         }
+        // The guests the platform lost run again, right away, in the same
+        // repetition.
+        let lost: Vec<_> = unit
+            .modes
+            .iter()
+            .map(|(m, _)| *m)
+            .filter(|m| ms.iter().any(|x| x.key.mode == *m && x.status == Status::NotRun))
+            .collect();
+        if !lost.is_empty() && rec.error.is_none() && unit.retry < settings.retries {
+            let again = unit.retry_of(&lost);
+            eprintln!(
+                "pvlock-bench: the platform lost {}: running them again as {}",
+                lost.iter().map(|m| m.label()).collect::<Vec<_>>().join(", "),
+                again.name()
+            );
+            queue.push_front(again);
+        }
         res.units.push(rec);
-        res.measurements.extend(ms);
+        for m in ms {
+            match res.measurements.iter().position(|x| x.key == m.key && x.rep == m.rep) {
+                None => res.measurements.push(m),
+                Some(k) if res.measurements[k].status == Status::NotRun => {
+                    let old = std::mem::replace(&mut res.measurements[k], m);
+                    res.unused.push(old);
+                }
+                Some(_) => res.unused.push(m),
+            }
+        }
         res.wall_secs = t0.elapsed().as_secs_f64();
         res.summary = stats::summarize(&res.measurements, &cells, settings.reps);
         write_json(&json_path, &res)?;

@@ -63,9 +63,13 @@ pub struct Results {
     pub notes: Vec<String>,
     /// The cells measured (`2x/contended/native`, ...).
     pub matrix: Vec<String>,
-    /// The runs in the order they ran.
+    /// The runs in the order they ran (make-up runs included).
     pub order: Vec<String>,
     pub units: Vec<UnitRecord>,
+    /// One per cell and repetition: what the summary uses.
     pub measurements: Vec<Measurement>,
+    /// Measurements a make-up run replaced (the platform lost the guest),
+    /// and the make-up run's repeats of cells that had a result already.
+    pub unused: Vec<Measurement>,
     pub summary: Summary,
 }

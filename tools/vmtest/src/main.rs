@@ -61,6 +61,10 @@ enum Cmd {
         /// Echo the whole console instead of a progress line.
         #[arg(long)]
         console: bool,
+        /// After each scenario, show what every kernel reported: lock ops,
+        /// locktorture results, step output (e.g. pvlock-stat tables).
+        #[arg(long)]
+        summary: bool,
         /// QEMU binary.
         #[arg(long, default_value = "qemu-system-x86_64")]
         qemu: String,
@@ -108,6 +112,47 @@ fn find(repo: &Path, name: &str) -> Result<Scenario> {
     Scenario::load(&p)
 }
 
+/// What each kernel of a run reported, for people.
+fn print_summary(r: &run::Report) {
+    let Some(nodes) = r.result.get("nodes").and_then(|n| n.as_object()) else {
+        return;
+    };
+    for (name, n) in nodes {
+        println!("--- {name} ---");
+        if let Some(k) = n.get("kernel").and_then(|v| v.as_str()) {
+            println!("kernel {k}, {} CPUs", n.get("nproc").unwrap_or(&serde_json::Value::Null));
+        }
+        for d in n.get("dmesg").and_then(|v| v.as_array()).into_iter().flatten() {
+            let d = d.as_str().unwrap_or("");
+            if d.contains("guest_pvlock:") || d.contains("host_kvm:") || d.contains("PV spinlocks") {
+                println!("  {d}");
+            }
+        }
+        for lt in n.get("locktorture").and_then(|v| v.as_array()).into_iter().flatten() {
+            println!(
+                "  locktorture {} with {} writers: {} acquisitions in {:.0} s ({:.0}/s), Max/Min {}/{}, Fail {}, {}",
+                lt["kind"].as_str().unwrap_or("?"),
+                lt["writers"],
+                lt["total"],
+                lt["secs"].as_f64().unwrap_or(0.0),
+                lt["per_sec"].as_f64().unwrap_or(0.0),
+                lt["max"],
+                lt["min"],
+                lt["fail"],
+                lt["verdict"].as_str().unwrap_or("no verdict")
+            );
+        }
+        if let Some(h) = n.get("hypercalls").and_then(|v| v.as_object()) {
+            for (step, counts) in h {
+                println!("  hypercalls seen by KVM ({step}): {counts}");
+            }
+        }
+        for l in n.get("out").and_then(|v| v.as_array()).into_iter().flatten() {
+            println!("  | {}", l.as_str().unwrap_or(""));
+        }
+    }
+}
+
 fn main() {
     if let Err(e) = real_main() {
         eprintln!("vmtest: error: {e:#}");
@@ -143,6 +188,7 @@ fn real_main() -> Result<()> {
             all,
             retries,
             console,
+            summary,
             qemu,
             extra,
         } => {
@@ -224,6 +270,9 @@ fn real_main() -> Result<()> {
                         eprintln!("  console: {}", a.console_log.display());
                     }
                     failed.push(s.name.clone());
+                }
+                if summary {
+                    print_summary(&r);
                 }
                 rows.push((s.name.clone(), r.passed, r.wall_secs, retried));
             }
