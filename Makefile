@@ -64,6 +64,7 @@ modules: check-kdir
 		echo "pvlock: error: module build failed (make -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM_SUFFIX) modules)" >&2; \
 		rm -f $$log; exit 1; fi; \
 	if grep -E '^warning|warning:' $$log >&2; then \
+		rm -f guest_pvlock/*.ko host_kvm/*.ko guest_pvlock/*.o host_kvm/*.o; \
 		echo "pvlock: error: the module build warned (see above)" >&2; rm -f $$log; exit 1; fi; \
 	rm -f $$log; ls -1 guest_pvlock/guest_pvlock.ko host_kvm/host_kvm.ko
 

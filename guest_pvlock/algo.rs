@@ -57,6 +57,15 @@ pub(crate) const MAX_NODES: usize = 4;
 /// How often (in spin loops) a waiter looks at the vCPU it waits behind.
 pub(crate) const PREEMPT_CHECK_MASK: u32 = 0x3f;
 
+/// Early halt policy: spin until the threshold.
+pub(crate) const EARLY_NEVER: u32 = 0;
+/// Early halt policy: a queued waiter halts as soon as the waiter ahead of
+/// it has halted (upstream's `pv_wait_early()`).
+pub(crate) const EARLY_PREV_HALTED: u32 = 1;
+/// Early halt policy: also halt when the vCPU waited for (the waiter ahead,
+/// or for a queue head the likely lock holder) is preempted.
+pub(crate) const EARLY_PREEMPTED: u32 = 2;
+
 /// How long (in loops) an unlocker whose kick found the waiter not yet
 /// halted watches the waiter's state before it kicks again.
 pub(crate) const KICK_RETRY_POLLS: u32 = 256;
@@ -121,6 +130,9 @@ pub(crate) trait Platform {
     fn now(&self) -> u64;
     /// Spin loops before halting while the awaited vCPU runs.
     fn spin_threshold(&self) -> u32;
+    /// When to halt before the spin threshold: [`EARLY_NEVER`],
+    /// [`EARLY_PREV_HALTED`] or [`EARLY_PREEMPTED`].
+    fn early_halt(&self) -> u32;
     /// Whether to keep statistics.
     fn stats_enabled(&self) -> bool;
     /// Loops an unlocker watches a waiter that was not yet halted before it
@@ -553,6 +565,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
         loop {
             let t_spin = self.clock(p);
             let threshold = p.spin_threshold();
+            let policy = p.early_halt();
             let mut early = false;
             let mut loops: u32 = 0;
             while loops < threshold {
@@ -560,8 +573,10 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
                     self.record(p, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
                     return;
                 }
-                if loops & PREEMPT_CHECK_MASK == PREEMPT_CHECK_MASK
-                    && (spin_load(&prev.state) != RUNNING || p.preempted(pcpu))
+                if policy >= EARLY_PREV_HALTED
+                    && loops & PREEMPT_CHECK_MASK == PREEMPT_CHECK_MASK
+                    && (spin_load(&prev.state) != RUNNING
+                        || (policy >= EARLY_PREEMPTED && p.preempted(pcpu)))
                 {
                     early = true;
                     break;
@@ -623,6 +638,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             p.note("head: running, node", || me.into());
             let t_spin = self.clock(p);
             let threshold = p.spin_threshold();
+            let policy = p.early_halt();
             let mut early = false;
             // Pending: no stealing while we spin.
             lock.set_pending(1);
@@ -640,7 +656,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
                     });
                     return lock.val() | u32::from(Q_LOCKED_VAL);
                 }
-                if loops & PREEMPT_CHECK_MASK == PREEMPT_CHECK_MASK {
+                if policy >= EARLY_PREEMPTED && loops & PREEMPT_CHECK_MASK == PREEMPT_CHECK_MASK {
                     if let Some(h) = holder {
                         if p.preempted(h) {
                             early = true;

@@ -2,6 +2,7 @@
 
 //! guest_pvlock's module parameters (`/sys/module/guest_pvlock/parameters/`).
 
+use crate::algo;
 use kernel::pvlock::param::{BoolParam, U32Param};
 use kernel::sync::atomic::{Atomic, Relaxed};
 
@@ -18,6 +19,14 @@ kernel::pvlock_module_param!(enable: BoolParam = ENABLE, 0o444,
 pub(crate) static SPIN_THRESHOLD: U32Param = U32Param::new(0, 0, MAX_SPIN_THRESHOLD);
 kernel::pvlock_module_param!(spin_threshold: U32Param = SPIN_THRESHOLD, 0o644,
     "Spin loops before a waiter halts while the vCPU it waits for runs; 0: the host's recommendation, else 32768");
+
+pub(crate) static EARLY_HALT: U32Param = U32Param::new(
+    algo::EARLY_PREEMPTED,
+    algo::EARLY_NEVER,
+    algo::EARLY_PREEMPTED,
+);
+kernel::pvlock_module_param!(early_halt: U32Param = EARLY_HALT, 0o644,
+    "Halt before the spin threshold: 0 never, 1 when the waiter ahead halted, 2 also when the awaited vCPU is preempted");
 
 pub(crate) static STATS: BoolParam = BoolParam::new(true);
 kernel::pvlock_module_param!(stats: BoolParam = STATS, 0o644,

@@ -162,6 +162,11 @@ impl Platform for Guest {
     }
 
     #[inline]
+    fn early_halt(&self) -> u32 {
+        params::EARLY_HALT.get()
+    }
+
+    #[inline]
     fn stats_enabled(&self) -> bool {
         params::STATS.get()
     }

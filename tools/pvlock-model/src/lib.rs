@@ -366,6 +366,10 @@ impl Platform for Cpu<'_> {
         self.hv.spin_threshold
     }
 
+    fn early_halt(&self) -> u32 {
+        algo::EARLY_PREEMPTED
+    }
+
     fn stats_enabled(&self) -> bool {
         cfg!(not(loom))
     }
