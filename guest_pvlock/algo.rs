@@ -375,16 +375,16 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
     }
 
     #[inline]
-    fn count<P: Platform>(&self, p: &P, c: Counter, v: u64) {
+    fn count<P: Platform>(&self, p: &P, cpu: usize, c: Counter, v: u64) {
         if p.stats_enabled() {
-            self.stats[p.cpu()].counters[c as usize].fetch_add(v, Ordering::Relaxed);
+            self.stats[cpu].counters[c as usize].fetch_add(v, Ordering::Relaxed);
         }
     }
 
     #[inline]
-    fn record<P: Platform>(&self, p: &P, h: Histogram, v: u64) {
+    fn record<P: Platform>(&self, p: &P, cpu: usize, h: Histogram, v: u64) {
         if p.stats_enabled() {
-            self.stats[p.cpu()].hist[h as usize][bucket(v)].fetch_add(1, Ordering::Relaxed);
+            self.stats[cpu].hist[h as usize][bucket(v)].fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -486,8 +486,14 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
 
     /// `queued_spin_lock_slowpath()`: returns once the caller owns `lock`.
     pub(crate) fn lock_slowpath<L: LockWord, P: Platform>(&self, p: &P, lock: &L) {
-        let t0 = self.clock(p);
         let cpu = p.cpu();
+        // Take a free lock ahead of the queue when no head spins for it.
+        // This needs no node: nothing nests on this CPU's nodes yet.
+        if self.steal(p, lock) {
+            self.count(p, cpu, Counter::TakenSteal, 1);
+            return;
+        }
+        let t0 = self.clock(p);
         let base = &self.nodes[cpu][0];
         let idx = base.count.load(Ordering::Relaxed) as usize;
         base.count.store(idx as u32 + 1, Ordering::Relaxed);
@@ -503,7 +509,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             {
                 p.relax();
             }
-            self.count(p, Counter::TakenNested, 1);
+            self.count(p, cpu, Counter::TakenNested, 1);
             base.count.store(idx as u32, Ordering::Relaxed);
             return;
         }
@@ -512,13 +518,6 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
         node.locked.store(0, Ordering::Relaxed);
         node.next.store(0, Ordering::Relaxed);
         node.state.store(RUNNING, Ordering::Relaxed);
-
-        if self.steal(p, lock) {
-            self.count(p, Counter::TakenSteal, 1);
-            self.record(p, Histogram::Wait, self.clock(p).wrapping_sub(t0));
-            base.count.store(idx as u32, Ordering::Relaxed);
-            return;
-        }
 
         // Publish the initialised node before the tail that points to it.
         fence(Ordering::Release);
@@ -530,14 +529,14 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             let (pcpu, pidx) = decode_tail(old);
             let prev = &self.nodes[pcpu][pidx];
             prev.next.store(node_id(cpu, idx) + 1, Ordering::Release);
-            self.wait_node(p, node, prev, pcpu);
+            self.wait_node(p, cpu, node, prev, pcpu);
             // The predecessor took the lock before handing the queue on:
             // it is the likely holder now.
             holder = Some(pcpu);
             next = node.next.load(Ordering::Relaxed);
         }
 
-        let val = self.wait_head_or_lock(p, lock, node, node_id(cpu, idx), holder, t0);
+        let val = self.wait_head_or_lock(p, cpu, lock, node, node_id(cpu, idx), holder, t0);
 
         // We own the lock. If nobody queued behind us, clear the tail.
         if val & Q_TAIL_MASK == tail && lock.cmpxchg_val(val, u32::from(Q_LOCKED_VAL)).is_ok() {
@@ -561,7 +560,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
     }
 
     /// Spins, then halts, until the predecessor makes `node` the head.
-    fn wait_node<P: Platform>(&self, p: &P, node: &Node, prev: &Node, pcpu: usize) {
+    fn wait_node<P: Platform>(&self, p: &P, cpu: usize, node: &Node, prev: &Node, pcpu: usize) {
         loop {
             let t_spin = self.clock(p);
             let threshold = p.spin_threshold();
@@ -570,7 +569,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             let mut loops: u32 = 0;
             while loops < threshold {
                 if spin_load(&node.locked) != 0 {
-                    self.record(p, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
+                    self.record(p, cpu, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
                     return;
                 }
                 if policy >= EARLY_PREV_HALTED
@@ -584,16 +583,16 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
                 p.relax();
                 loops += 1;
             }
-            self.record(p, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
+            self.record(p, cpu, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
 
             // Announce the halt, then look once more (the predecessor sets
             // `locked` first and reads `state` after).
             node.state.swap(HALTED, Ordering::AcqRel);
             p.note("node: halting, early", || early.into());
             if node.locked.fetch_add(0, Ordering::AcqRel) == 0 {
-                self.count(p, Counter::HaltsNode, 1);
+                self.count(p, cpu, Counter::HaltsNode, 1);
                 if early {
-                    self.count(p, Counter::HaltsEarly, 1);
+                    self.count(p, cpu, Counter::HaltsEarly, 1);
                 }
                 let t = self.clock(p);
                 let still_halted = || {
@@ -603,8 +602,8 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
                 };
                 if p.halt_if(still_halted) {
                     let d = self.clock(p).wrapping_sub(t);
-                    self.count(p, Counter::TimeBlocked, d);
-                    self.record(p, Histogram::Blocked, d);
+                    self.count(p, cpu, Counter::TimeBlocked, d);
+                    self.record(p, cpu, Histogram::Blocked, d);
                 }
             }
             // Back to running unless the predecessor hashed us for a kick
@@ -615,14 +614,16 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             if node.locked.load(Ordering::Acquire) != 0 {
                 return;
             }
-            self.count(p, Counter::SpuriousWakeups, 1);
+            self.count(p, cpu, Counter::SpuriousWakeups, 1);
         }
     }
 
     /// The head waits for the lock; returns the lock word once it owns it.
+    #[allow(clippy::too_many_arguments)]
     fn wait_head_or_lock<L: LockWord, P: Platform>(
         &self,
         p: &P,
+        cpu: usize,
         lock: &L,
         node: &Node,
         me: u32,
@@ -648,9 +649,9 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
                     && lock.cmpxchg_locked_pending(1 << 8, u16::from(Q_LOCKED_VAL))
                 {
                     let now = self.clock(p);
-                    self.record(p, Histogram::Spin, now.wrapping_sub(t_spin));
-                    self.record(p, Histogram::Wait, now.wrapping_sub(t0));
-                    self.count(p, Counter::TakenSlow, 1);
+                    self.record(p, cpu, Histogram::Spin, now.wrapping_sub(t_spin));
+                    self.record(p, cpu, Histogram::Wait, now.wrapping_sub(t0));
+                    self.count(p, cpu, Counter::TakenSlow, 1);
                     p.note("head: took the lock, state", || {
                         node.state.load(Ordering::Relaxed).into()
                     });
@@ -668,7 +669,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
                 loops += 1;
             }
             lock.set_pending(0);
-            self.record(p, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
+            self.record(p, cpu, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
 
             if !hashed {
                 // Hash before marking the lock slow: an unlocker that sees
@@ -679,9 +680,9 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
                     lock.set_locked(Q_LOCKED_VAL);
                     self.hash[slot].lock.store(0, Ordering::Release);
                     let now = self.clock(p);
-                    self.record(p, Histogram::Wait, now.wrapping_sub(t0));
-                    self.count(p, Counter::TakenSlow, 1);
-                    self.count(p, Counter::TakenSlowPickup, 1);
+                    self.record(p, cpu, Histogram::Wait, now.wrapping_sub(t0));
+                    self.count(p, cpu, Counter::TakenSlow, 1);
+                    self.count(p, cpu, Counter::TakenSlowPickup, 1);
                     return lock.val() | u32::from(Q_LOCKED_VAL);
                 }
                 hashed = true;
@@ -690,25 +691,25 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             // Announce the halt with a full exchange: the unlocker clears the
             // mark and then reads our state when its kick finds us running.
             node.state.swap(HASHED, Ordering::AcqRel);
-            self.count(p, Counter::HaltsHead, 1);
+            self.count(p, cpu, Counter::HaltsHead, 1);
             if early {
-                self.count(p, Counter::HaltsEarly, 1);
+                self.count(p, cpu, Counter::HaltsEarly, 1);
             }
             let t = self.clock(p);
             // The re-check is an atomic read-modify-write of the mark, ordered
             // after the announcement above.
             if p.halt_if(|| lock.cmpxchg_locked(Q_SLOW_VAL, Q_SLOW_VAL).is_ok()) {
                 let d = self.clock(p).wrapping_sub(t);
-                self.count(p, Counter::TimeBlocked, d);
-                self.record(p, Histogram::Blocked, d);
+                self.count(p, cpu, Counter::TimeBlocked, d);
+                self.record(p, cpu, Histogram::Blocked, d);
             }
-            // The unlocker clears the mark only after removing our entry:
-            // while the mark is there we stay hashed; once it is gone, so is
-            // the entry, and a stolen lock needs us hashed again.
-            if lock.locked() != Q_SLOW_VAL {
-                hashed = false;
-            } else {
-                self.count(p, Counter::SpuriousWakeups, 1);
+            // While the mark is there, our entry is too: a wake-up before the
+            // unlock is spurious. Once the unlocker removed both, we do not
+            // hash again (upstream's rule): if the lock was stolen meanwhile
+            // we spin for it with pending set, which stops further stealing,
+            // rather than halt again and need another kick.
+            if lock.locked() == Q_SLOW_VAL {
+                self.count(p, cpu, Counter::SpuriousWakeups, 1);
             }
         }
     }
@@ -734,25 +735,26 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
 
     /// The unlock slowpath: `locked` is the locked byte the fast path saw.
     pub(crate) fn unlock_slowpath<L: LockWord, P: Platform>(&self, p: &P, lock: &L, locked: u8) {
+        let cpu = p.cpu();
         if locked != Q_SLOW_VAL {
             // Not ours to understand; release so that nobody hangs.
-            self.count(p, Counter::BadUnlocks, 1);
+            self.count(p, cpu, Counter::BadUnlocks, 1);
             lock.release_locked(0);
             return;
         }
         // Pairs with the waiter hashing before it marks the lock.
         fence(Ordering::Acquire);
         let Some(id) = self.unhash(lock.addr()) else {
-            self.count(p, Counter::BadUnlocks, 1);
+            self.count(p, cpu, Counter::BadUnlocks, 1);
             lock.release_locked(0);
             return;
         };
         // A full exchange: if the kick finds the waiter running, we read its
         // state next, and it re-checks the mark after announcing its halt.
         lock.xchg_locked(0);
-        self.count(p, Counter::ReleasedSlow, 1);
+        self.count(p, cpu, Counter::ReleasedSlow, 1);
         let node = self.node(id);
-        let cpu = id as usize / MAX_NODES;
+        let target = id as usize / MAX_NODES;
         // The waiter may still be on its way into the halt. If the host says
         // so, try again while the waiter still announces it; once it runs it
         // sees the lock free by itself. The way into the halt is a few
@@ -760,11 +762,11 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
         // yields to it then): watch its state for a while before spending
         // another hypercall.
         'kick: loop {
-            self.count(p, Counter::Kicks, 1);
-            if p.kick(cpu) == Kick::Delivered {
+            self.count(p, cpu, Counter::Kicks, 1);
+            if p.kick(target) == Kick::Delivered {
                 break;
             }
-            self.count(p, Counter::KicksNotHalted, 1);
+            self.count(p, cpu, Counter::KicksNotHalted, 1);
             let mut polls = 0;
             loop {
                 let st = node.state.fetch_add(0, Ordering::AcqRel);
@@ -773,13 +775,13 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
                     break 'kick;
                 }
                 p.relax();
-                if polls >= p.kick_retry_polls() || p.preempted(cpu) {
+                if polls >= p.kick_retry_polls() || p.preempted(target) {
                     break;
                 }
                 polls += 1;
             }
         }
-        self.count(p, Counter::ReleasedSlowKicked, 1);
+        self.count(p, cpu, Counter::ReleasedSlowKicked, 1);
     }
 
     /// The whole unlock: the inline fast path, then the slowpath. (The
