@@ -66,6 +66,9 @@ pub(crate) const EARLY_PREV_HALTED: u32 = 1;
 /// or for a queue head the likely lock holder) is preempted.
 pub(crate) const EARLY_PREEMPTED: u32 = 2;
 
+/// Loops between two directed yields of a spinning queue head.
+pub(crate) const YIELD_INTERVAL: u32 = 1024;
+
 /// How long (in loops) an unlocker whose kick found the waiter not yet
 /// halted watches the waiter's state before it kicks again.
 pub(crate) const KICK_RETRY_POLLS: u32 = 256;
@@ -133,6 +136,11 @@ pub(crate) trait Platform {
     /// When to halt before the spin threshold: [`EARLY_NEVER`],
     /// [`EARLY_PREV_HALTED`] or [`EARLY_PREEMPTED`].
     fn early_halt(&self) -> u32;
+    /// Whether a spinning queue head gives its time slice to the likely
+    /// lock holder when the host has preempted it.
+    fn yield_enabled(&self) -> bool;
+    /// Gives this vCPU's time slice to `cpu`'s vCPU if it is preempted.
+    fn yield_to(&self, cpu: usize);
     /// Whether to keep statistics.
     fn stats_enabled(&self) -> bool;
     /// Loops an unlocker watches a waiter that was not yet halted before it
@@ -180,10 +188,12 @@ pub(crate) enum Counter {
     TimeBlocked,
     /// Unlocks that found a locked byte they did not expect.
     BadUnlocks,
+    /// Directed yields of a queue head to the preempted likely holder.
+    Yields,
 }
 
 /// Number of [`Counter`]s.
-pub(crate) const NR_COUNTERS: usize = Counter::BadUnlocks as usize + 1;
+pub(crate) const NR_COUNTERS: usize = Counter::Yields as usize + 1;
 
 /// Every counter with its debugfs name.
 pub(crate) const COUNTERS: [(Counter, &core::ffi::CStr); NR_COUNTERS] = [
@@ -201,6 +211,7 @@ pub(crate) const COUNTERS: [(Counter, &core::ffi::CStr); NR_COUNTERS] = [
     (Counter::KicksNotHalted, c"kicks_not_halted"),
     (Counter::TimeBlocked, c"time_blocked_ns"),
     (Counter::BadUnlocks, c"bad_unlocks"),
+    (Counter::Yields, c"yields"),
 ];
 
 /// Buckets of the histograms: `[2^k, 2^(k+1))` nanoseconds.
@@ -334,6 +345,10 @@ impl HashEntry {
 pub(crate) struct PvLock<const NCPU: usize, const NHASH: usize> {
     nodes: [[Node; MAX_NODES]; NCPU],
     hash: [HashEntry; NHASH],
+    /// By lock address hash: CPU + 1 of the last owner that took the lock
+    /// through the slowpath. A hint (collisions and fast-path owners make
+    /// it wrong at times) for whom a queue head waits.
+    owners: [AtomicU32; NHASH],
     stats: [CpuStats; NCPU],
 }
 
@@ -363,6 +378,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             Self {
                 nodes: arr![arr![Node::new(); MAX_NODES]; NCPU],
                 hash: arr![HashEntry::new(); NHASH],
+                owners: arr![AtomicU32::new(0); NHASH],
                 stats: arr![CpuStats::new(); NCPU],
             }
         }
@@ -435,6 +451,21 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
         (h >> 32) as usize & (NHASH - 1)
     }
 
+    /// Notes `cpu` as the owner of lock `addr`.
+    #[inline]
+    fn set_owner(&self, addr: usize, cpu: usize) {
+        self.owners[self.hash_start(addr)].store(cpu as u32 + 1, Ordering::Relaxed);
+    }
+
+    /// The likely owner of lock `addr`, if known.
+    #[inline]
+    fn owner(&self, addr: usize) -> Option<usize> {
+        match self.owners[self.hash_start(addr)].load(Ordering::Relaxed) {
+            0 => None,
+            c => Some(c as usize - 1),
+        }
+    }
+
     /// Records that node `id` waits halted for lock `addr`.
     fn hash(&self, addr: usize, id: u32) -> usize {
         let start = self.hash_start(addr);
@@ -490,6 +521,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
         // Take a free lock ahead of the queue when no head spins for it.
         // This needs no node: nothing nests on this CPU's nodes yet.
         if self.steal(p, lock) {
+            self.set_owner(lock.addr(), cpu);
             self.count(p, cpu, Counter::TakenSteal, 1);
             return;
         }
@@ -644,6 +676,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             // Pending: no stealing while we spin.
             lock.set_pending(1);
             let mut loops: u32 = 0;
+            let mut last_yield: u32 = 0;
             while loops < threshold {
                 if lock.locked() == 0
                     && lock.cmpxchg_locked_pending(1 << 8, u16::from(Q_LOCKED_VAL))
@@ -655,14 +688,29 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
                     p.note("head: took the lock, state", || {
                         node.state.load(Ordering::Relaxed).into()
                     });
+                    self.set_owner(lock.addr(), cpu);
                     return lock.val() | u32::from(Q_LOCKED_VAL);
                 }
-                if policy >= EARLY_PREEMPTED && loops & PREEMPT_CHECK_MASK == PREEMPT_CHECK_MASK {
-                    if let Some(h) = holder {
-                        if p.preempted(h) {
-                            early = true;
-                            break;
+                if loops & PREEMPT_CHECK_MASK == PREEMPT_CHECK_MASK
+                    && (policy >= EARLY_PREEMPTED || p.yield_enabled())
+                {
+                    // Who holds the lock? The last slowpath owner, else the
+                    // predecessor, which took it before handing over.
+                    match self.owner(lock.addr()).or(holder) {
+                        Some(h) if h != cpu && p.preempted(h) => {
+                            if policy >= EARLY_PREEMPTED {
+                                early = true;
+                                break;
+                            }
+                            // No pause-loop exiting to do it for us: let the
+                            // holder run, then go on spinning.
+                            if loops.wrapping_sub(last_yield) >= YIELD_INTERVAL || last_yield == 0 {
+                                p.yield_to(h);
+                                self.count(p, cpu, Counter::Yields, 1);
+                                last_yield = loops | 1;
+                            }
                         }
+                        _ => {}
                     }
                 }
                 p.relax();
@@ -683,6 +731,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
                     self.record(p, cpu, Histogram::Wait, now.wrapping_sub(t0));
                     self.count(p, cpu, Counter::TakenSlow, 1);
                     self.count(p, cpu, Counter::TakenSlowPickup, 1);
+                    self.set_owner(lock.addr(), cpu);
                     return lock.val() | u32::from(Q_LOCKED_VAL);
                 }
                 hashed = true;

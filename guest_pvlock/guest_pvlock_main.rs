@@ -108,6 +108,15 @@ impl Writer for Info {
             params::HOST_SPIN_THRESHOLD.load(kernel::sync::atomic::Relaxed)
         )?;
         writeln!(f, "stats: {}", u8::from(params::STATS.get()))?;
+        writeln!(f, "early_halt: {}", params::EARLY_HALT.get())?;
+        writeln!(
+            f,
+            "yield_to_holder: {}",
+            u8::from(
+                params::YIELD.get()
+                    && platform::HAVE_SCHED_YIELD.load(kernel::sync::atomic::Relaxed)
+            )
+        )?;
         writeln!(
             f,
             "kick_failures: {}",
@@ -229,6 +238,10 @@ impl kernel::Module for GuestPvlock {
                     kernel::sync::atomic::Relaxed,
                 );
                 platform::KICK_METHOD.store(method as u32, kernel::sync::atomic::Relaxed);
+                platform::HAVE_SCHED_YIELD.store(
+                    guest::kvm_has_feature(abi::KVM_FEATURE_PV_SCHED_YIELD),
+                    kernel::sync::atomic::Relaxed,
+                );
                 LOCK.zero_stats();
                 let t0 = guest::local_clock();
                 // SAFETY: `our_ops()` is `Pvlock`, a `QueuedLock`, with the

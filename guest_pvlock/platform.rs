@@ -95,6 +95,8 @@ impl KickMethod {
 pub(crate) static KICK_METHOD: Atomic<u32> = Atomic::new(KickMethod::KickCpu as u32);
 /// Whether `KVM_HC_KICK_CPU` is available as a fallback.
 pub(crate) static HAVE_KICK_CPU: Atomic<bool> = Atomic::new(false);
+/// Whether `KVM_HC_SCHED_YIELD` is available.
+pub(crate) static HAVE_SCHED_YIELD: Atomic<bool> = Atomic::new(false);
 /// Kicks that failed for lack of any working hypercall.
 pub(crate) static KICK_FAILURES: Atomic<u64> = Atomic::new(0);
 
@@ -164,6 +166,15 @@ impl Platform for Guest {
     #[inline]
     fn early_halt(&self) -> u32 {
         params::EARLY_HALT.get()
+    }
+
+    #[inline]
+    fn yield_enabled(&self) -> bool {
+        params::YIELD.get() && HAVE_SCHED_YIELD.load(Relaxed)
+    }
+
+    fn yield_to(&self, cpu: usize) {
+        guest::sched_yield(guest::apic_id(cpu as u32));
     }
 
     #[inline]

@@ -20,6 +20,8 @@ const _: () = {
     assert!(abi::KVM_FEATURE_PV_UNHALT == b::KVM_FEATURE_PV_UNHALT);
     assert!(abi::KVM_FEATURE_STEAL_TIME == b::KVM_FEATURE_STEAL_TIME);
     assert!(abi::KVM_HINTS_REALTIME == b::KVM_HINTS_REALTIME);
+    assert!(abi::KVM_FEATURE_PV_SCHED_YIELD == b::KVM_FEATURE_PV_SCHED_YIELD);
+    assert!(abi::KVM_HC_SCHED_YIELD == b::KVM_HC_SCHED_YIELD);
     assert!(abi::KVM_HC_KICK_CPU == b::KVM_HC_KICK_CPU);
     assert!(abi::KVM_HC_PVLOCK_KICK == b::KVM_HC_PVLOCK_KICK);
     assert!(abi::KVM_HC_PVLOCK_GET_PARAM == b::KVM_HC_PVLOCK_GET_PARAM);

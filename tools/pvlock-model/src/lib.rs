@@ -370,6 +370,12 @@ impl Platform for Cpu<'_> {
         algo::EARLY_PREEMPTED
     }
 
+    fn yield_enabled(&self) -> bool {
+        false
+    }
+
+    fn yield_to(&self, _cpu: usize) {}
+
     fn stats_enabled(&self) -> bool {
         cfg!(not(loom))
     }

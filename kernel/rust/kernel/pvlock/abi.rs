@@ -15,11 +15,15 @@ pub const KVM_FEATURE_PVLOCK_KICK: u32 = 23;
 pub const KVM_FEATURE_PV_UNHALT: u32 = 7;
 /// Upstream's steal time bit (`vcpu_is_preempted()`).
 pub const KVM_FEATURE_STEAL_TIME: u32 = 5;
+/// Upstream's directed yield bit (`KVM_HC_SCHED_YIELD`).
+pub const KVM_FEATURE_PV_SCHED_YIELD: u32 = 13;
 /// Upstream's hint bit: vCPUs are pinned to dedicated pCPUs.
 pub const KVM_HINTS_REALTIME: u32 = 0;
 
 /// Upstream's kick hypercall: a0 = flags (0), a1 = APIC ID.
 pub const KVM_HC_KICK_CPU: u32 = 5;
+/// Upstream's directed yield: a0 = APIC ID of the vCPU to yield to.
+pub const KVM_HC_SCHED_YIELD: u32 = 11;
 /// pvlock kick: a0 = flags (0), a1 = APIC ID of the target.
 pub const KVM_HC_PVLOCK_KICK: u32 = 0x7076_0001;
 /// pvlock parameter read: a0 = parameter number.

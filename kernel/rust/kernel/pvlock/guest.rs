@@ -50,6 +50,13 @@ pub fn kick_cpu(apic_id: u32) {
     hypercall2(abi::KVM_HC_KICK_CPU, 0, apic_id.into());
 }
 
+/// `KVM_HC_SCHED_YIELD`: give this vCPU's time slice to the vCPU with APIC
+/// ID `apic_id` if the host has preempted it. Needs
+/// `KVM_FEATURE_PV_SCHED_YIELD`.
+pub fn sched_yield(apic_id: u32) {
+    hypercall2(abi::KVM_HC_SCHED_YIELD, apic_id.into(), 0);
+}
+
 /// What `KVM_HC_PVLOCK_KICK` did.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kick {
