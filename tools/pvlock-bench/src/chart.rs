@@ -41,7 +41,10 @@ pub fn chart(s: &Summary, w: Workload, title: &str, path: &Path) -> Result<()> {
     let (lo, hi) = if values.is_empty() {
         (1.0, 10.0)
     } else {
-        (10f64.powf(lo.log10().floor()), 10f64.powf(hi.log10().ceil().max(lo.log10().floor() + 1.0)))
+        (
+            10f64.powf(lo.log10().floor()),
+            10f64.powf(hi.log10().ceil().max(lo.log10().floor() + 1.0)),
+        )
     };
     let err = |e: &dyn std::fmt::Display| anyhow!("chart {}: {e}", path.display());
     let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
@@ -81,15 +84,27 @@ pub fn chart(s: &Summary, w: Workload, title: &str, path: &Path) -> Result<()> {
             };
             let x0 = i as f64 + 0.1 + k as f64 * slot;
             let x1 = x0 + slot * 0.9;
-            bars.push(Rectangle::new([(x0, lo), (x1, a.median.max(lo))], c.filled()));
+            bars.push(Rectangle::new(
+                [(x0, lo), (x1, a.median.max(lo))],
+                c.filled(),
+            ));
             let xm = (x0 + x1) / 2.0;
-            whiskers.push(PathElement::new(vec![(xm, a.min.max(lo)), (xm, a.max.max(lo))], BLACK.stroke_width(1)));
             whiskers.push(PathElement::new(
-                vec![(xm - slot * 0.2, a.max.max(lo)), (xm + slot * 0.2, a.max.max(lo))],
+                vec![(xm, a.min.max(lo)), (xm, a.max.max(lo))],
                 BLACK.stroke_width(1),
             ));
             whiskers.push(PathElement::new(
-                vec![(xm - slot * 0.2, a.min.max(lo)), (xm + slot * 0.2, a.min.max(lo))],
+                vec![
+                    (xm - slot * 0.2, a.max.max(lo)),
+                    (xm + slot * 0.2, a.max.max(lo)),
+                ],
+                BLACK.stroke_width(1),
+            ));
+            whiskers.push(PathElement::new(
+                vec![
+                    (xm - slot * 0.2, a.min.max(lo)),
+                    (xm + slot * 0.2, a.min.max(lo)),
+                ],
                 BLACK.stroke_width(1),
             ));
         }
@@ -113,7 +128,7 @@ pub fn chart(s: &Summary, w: Workload, title: &str, path: &Path) -> Result<()> {
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(SeriesLabelPosition::UpperLeft)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()
@@ -140,7 +155,9 @@ mod tests {
         assert!(svg.contains("<rect"));
         // Nothing measured: still a chart, saying so.
         chart(&r.summary, Workload::Hackbench, "hackbench", &p).unwrap();
-        assert!(std::fs::read_to_string(&p).unwrap().contains("no measurement"));
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .contains("no measurement"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

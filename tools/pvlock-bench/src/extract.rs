@@ -173,18 +173,30 @@ pub struct HostSide {
 fn counters(stat: &Value) -> BTreeMap<String, i64> {
     stat.pointer("/dirs/guest/counters")
         .and_then(Value::as_object)
-        .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_i64()?))).collect())
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_i64()?)))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 /// What the guest says it runs; `Err` if it is not what `mode` means.
 fn lock_of(node: &RNode, mode: Mode) -> Result<String, String> {
-    let pv_enabled = node.dmesg.iter().any(|l| l.contains("PV spinlocks enabled"));
-    let pv_disabled = node.dmesg.iter().any(|l| l.contains("PV spinlocks disabled"));
+    let pv_enabled = node
+        .dmesg
+        .iter()
+        .any(|l| l.contains("PV spinlocks enabled"));
+    let pv_disabled = node
+        .dmesg
+        .iter()
+        .any(|l| l.contains("PV spinlocks disabled"));
     match mode {
         Mode::Native if pv_enabled => Err("native guest reports PV spinlocks enabled".into()),
         Mode::Native => Ok("native qspinlock (nopvspin)".into()),
-        Mode::Upstream if pv_disabled => Err("upstream-pv guest reports PV spinlocks disabled".into()),
+        Mode::Upstream if pv_disabled => {
+            Err("upstream-pv guest reports PV spinlocks disabled".into())
+        }
         Mode::Upstream if node.info.get("lock_ops").is_some_and(|o| o == "pvlock") => {
             Err("upstream-pv guest runs pvlock".into())
         }
@@ -200,7 +212,10 @@ fn lock_of(node: &RNode, mode: Mode) -> Result<String, String> {
             if ops != "pvlock" {
                 Err(format!(
                     "guest_pvlock is not installed (lock_ops '{ops}'{})",
-                    node.errors.first().map(|e| format!(", {e}")).unwrap_or_default()
+                    node.errors
+                        .first()
+                        .map(|e| format!(", {e}"))
+                        .unwrap_or_default()
                 ))
             } else if kick != want {
                 Err(format!("guest_pvlock kicks with '{kick}', not {want}"))
@@ -242,7 +257,11 @@ fn instance(
     };
     inst.problems = node.problems.clone();
     if !node.booted {
-        set(&mut inst, Status::NotRun, format!("{name}: never booted{}", first_problem(node)));
+        set(
+            &mut inst,
+            Status::NotRun,
+            format!("{name}: never booted{}", first_problem(node)),
+        );
         return inst;
     }
     let w = cell.workload;
@@ -259,7 +278,10 @@ fn instance(
         .map(|st| st.id.as_str())
         .collect();
     if node.stat_errors.is_empty() && node.stats.len() == stat_ids.len() {
-        if let Some(k) = stat_ids.iter().position(|id| *id == format!("stat-{}", w.label())) {
+        if let Some(k) = stat_ids
+            .iter()
+            .position(|id| *id == format!("stat-{}", w.label()))
+        {
             let now = counters(&node.stats[k]);
             let before = if k > 0 {
                 counters(&node.stats[k - 1])
@@ -279,9 +301,9 @@ fn instance(
     inst.lock = lock.as_ref().ok().cloned();
     let Some(step) = step else {
         let why = match &lock {
+            _ if !node.done => format!("stopped before {}{}", w.label(), first_problem(node)),
             Err(e) => e.clone(),
-            Ok(_) if node.done => "the plan skipped it".into(),
-            Ok(_) => format!("stopped before it{}", first_problem(node)),
+            Ok(_) => "the plan skipped it".into(),
         };
         set(&mut inst, Status::NotRun, format!("{name}: {why}"));
         return inst;
@@ -295,17 +317,27 @@ fn instance(
         // at the L2's bound (or it vanished). Native spinlocks under
         // overcommit can do that by themselves; anything else is the
         // platform (a nested-TCG timer stall), worth running again.
-        if cell.mode == Mode::Native && w == Workload::Contended && cell.overcommit != Overcommit::X1 {
+        if cell.mode == Mode::Native
+            && w == Workload::Contended
+            && cell.overcommit != Overcommit::X1
+        {
             set(
                 &mut inst,
                 Status::Timeout,
-                format!("{name}: stopped answering during {} and was killed at the guest's bound", w.label()),
+                format!(
+                    "{name}: stopped answering during {} and was killed at the guest's bound",
+                    w.label()
+                ),
             );
         } else {
             set(
                 &mut inst,
                 Status::NotRun,
-                format!("{name}: stalled or vanished during {}{}", w.label(), first_problem(node)),
+                format!(
+                    "{name}: stalled or vanished during {}{}",
+                    w.label(),
+                    first_problem(node)
+                ),
             );
         }
         return inst;
@@ -314,25 +346,45 @@ fn instance(
         set(
             &mut inst,
             Status::Timeout,
-            format!("{name}: {} did not finish within its {} s bound", w.label(), s.step_timeout(cell.mode, w)),
+            format!(
+                "{name}: {} did not finish within its {} s bound",
+                w.label(),
+                s.step_timeout(cell.mode, w)
+            ),
         );
         return inst;
     }
     match w {
         Workload::Hackbench => {
             let Some(hb) = node.hackbench.last() else {
-                set(&mut inst, Status::Failed, format!("{name}: hackbench printed nothing (rc {:?})", step.rc));
+                set(
+                    &mut inst,
+                    Status::Failed,
+                    format!("{name}: hackbench printed nothing (rc {:?})", step.rc),
+                );
                 return inst;
             };
             inst.hackbench_groups = Some(hb.groups);
             inst.hackbench_loops = Some(hb.loops);
             inst.hackbench_time = hb.time;
             if hb.timed_out {
-                set(&mut inst, Status::Timeout, format!("{name}: hackbench stopped at its bound"));
+                set(
+                    &mut inst,
+                    Status::Timeout,
+                    format!("{name}: hackbench stopped at its bound"),
+                );
             } else if let Some(e) = &hb.error {
-                set(&mut inst, Status::Failed, format!("{name}: hackbench failed: {e}"));
+                set(
+                    &mut inst,
+                    Status::Failed,
+                    format!("{name}: hackbench failed: {e}"),
+                );
             } else if hb.time.is_none() {
-                set(&mut inst, Status::Failed, format!("{name}: hackbench printed no time"));
+                set(
+                    &mut inst,
+                    Status::Failed,
+                    format!("{name}: hackbench printed no time"),
+                );
             } else {
                 inst.status = Some(Status::Ok);
             }
@@ -343,7 +395,10 @@ fn instance(
                 set(
                     &mut inst,
                     Status::Failed,
-                    format!("{name}: no locktorture result with {want} writers (rc {:?})", step.rc),
+                    format!(
+                        "{name}: no locktorture result with {want} writers (rc {:?})",
+                        step.rc
+                    ),
                 );
                 return inst;
             };
@@ -354,12 +409,20 @@ fn instance(
             inst.lt_secs = Some(lt.secs);
             inst.per_sec = lt.per_sec;
             if lt.per_sec.is_none() || lt.verdict.is_none() {
-                set(&mut inst, Status::Failed, format!("{name}: locktorture printed no summary"));
+                set(
+                    &mut inst,
+                    Status::Failed,
+                    format!("{name}: locktorture printed no summary"),
+                );
             } else if lt.fail.unwrap_or(0) > 0 || lt.verdict.as_deref() != Some("SUCCESS") {
                 set(
                     &mut inst,
                     Status::Failed,
-                    format!("{name}: locktorture {} with {} failures", lt.verdict.as_deref().unwrap_or("?"), lt.fail.unwrap_or(0)),
+                    format!(
+                        "{name}: locktorture {} with {} failures",
+                        lt.verdict.as_deref().unwrap_or("?"),
+                        lt.fail.unwrap_or(0)
+                    ),
                 );
             } else {
                 inst.status = Some(Status::Ok);
@@ -371,7 +434,12 @@ fn instance(
 
 /// The measurements of every cell of `unit`, from its run's result JSON.
 /// `run_error` says why the run produced nothing at all (harness error).
-pub fn measurements(unit: &Unit, s: &Settings, result: &Value, run_error: Option<&str>) -> Vec<Measurement> {
+pub fn measurements(
+    unit: &Unit,
+    s: &Settings,
+    result: &Value,
+    run_error: Option<&str>,
+) -> Vec<Measurement> {
     let r: RResult = serde_json::from_value(result.clone()).unwrap_or_default();
     let l1 = r.nodes.get("l1");
     let mut out = Vec::new();
@@ -407,7 +475,10 @@ pub fn measurements(unit: &Unit, s: &Settings, result: &Value, run_error: Option
             m.status = bad.status.unwrap_or(Status::Failed);
             m.note = bad.note.clone();
             if r.timed_out && m.status == Status::NotRun {
-                m.note = Some(format!("{} (the whole run hit its bound)", m.note.unwrap_or_default()));
+                m.note = Some(format!(
+                    "{} (the whole run hit its bound)",
+                    m.note.unwrap_or_default()
+                ));
             }
         } else {
             let is = &m.instances;
@@ -456,14 +527,19 @@ mod tests {
     fn unit2x() -> Unit {
         let cells: Vec<Cell> = Mode::ALL
             .into_iter()
-            .map(|mode| Cell { overcommit: Overcommit::X2, workload: Workload::Contended, mode })
+            .map(|mode| Cell {
+                overcommit: Overcommit::X2,
+                workload: Workload::Contended,
+                mode,
+            })
             .collect();
         plan(&cells, 1).remove(0)
     }
 
     #[test]
     fn a_whole_run_from_the_fixture() {
-        let report: Value = serde_json::from_str(include_str!("../tests/fixtures/r1-2x.json")).unwrap();
+        let report: Value =
+            serde_json::from_str(include_str!("../tests/fixtures/r1-2x.json")).unwrap();
         let s = Settings::new(true, None, 1);
         let ms = measurements(&unit2x(), &s, &report["result"], None);
         assert_eq!(ms.len(), 4);
@@ -474,22 +550,38 @@ mod tests {
         let v = native.value.unwrap();
         assert!((v - 26189.0 / 9.58).abs() < 1e-6, "{v}");
         assert!((native.fairness.unwrap() - 11319.0 / 19.0).abs() < 1e-9);
-        assert_eq!(native.instances[0].lock.as_deref(), Some("native qspinlock (nopvspin)"));
+        assert_eq!(
+            native.instances[0].lock.as_deref(),
+            Some("native qspinlock (nopvspin)")
+        );
         let up = by(Mode::Upstream);
         assert_eq!(up.status, Status::Ok);
         assert_eq!(up.instances[0].hypercalls["5"], 654);
         // The kick-cpu guest crashed at boot: recorded, not fatal.
         let kc = by(Mode::KickCpu);
         assert_eq!(kc.status, Status::NotRun);
-        assert!(kc.note.as_deref().unwrap().contains("never booted: [    9.19] BUG"), "{:?}", kc.note);
+        assert!(
+            kc.note
+                .as_deref()
+                .unwrap()
+                .contains("never booted: [    9.19] BUG"),
+            "{:?}",
+            kc.note
+        );
         assert_eq!(kc.value, None);
         let hk = by(Mode::HostKvm);
         assert_eq!(hk.status, Status::Ok);
-        assert_eq!(hk.instances[0].lock.as_deref(), Some("pvlock, kick kvm_hc_pvlock_kick"));
+        assert_eq!(
+            hk.instances[0].lock.as_deref(),
+            Some("pvlock, kick kvm_hc_pvlock_kick")
+        );
         assert_eq!(hk.instances[0].counters["kicks"], 6051);
         assert_eq!(hk.instances[0].hypercalls["1886781441"], 6036);
         let host = host_side(&report["result"]);
-        assert_eq!(host.host_stat.unwrap()["dirs"]["host"]["counters"]["kicks"], 6053);
+        assert_eq!(
+            host.host_stat.unwrap()["dirs"]["host"]["counters"]["kicks"],
+            6053
+        );
         assert_eq!(host.modules, ["host_kvm loaded params=[force=1]"]);
     }
 
@@ -520,13 +612,37 @@ mod tests {
         let s = Settings::new(true, None, 1);
         let ms = measurements(&unit2x(), &s, &result, None);
         let st: Vec<Status> = ms.iter().map(|m| m.status).collect();
-        assert_eq!(st, [Status::Timeout, Status::Ok, Status::Failed, Status::WrongMode]);
-        assert!(ms[0].note.as_deref().unwrap().contains("within its 85 s bound"), "{:?}", ms[0].note);
+        assert_eq!(
+            st,
+            [
+                Status::Timeout,
+                Status::Ok,
+                Status::Failed,
+                Status::WrongMode
+            ]
+        );
+        assert!(
+            ms[0]
+                .note
+                .as_deref()
+                .unwrap()
+                .contains("within its 85 s bound"),
+            "{:?}",
+            ms[0].note
+        );
         assert_eq!(ms[0].value, None);
         assert_eq!(ms[1].value, Some(100.0));
         assert_eq!(ms[1].fairness, Some(2.0));
-        assert!(ms[2].note.as_deref().unwrap().contains("FAILURE with 3 failures"));
-        assert!(ms[3].note.as_deref().unwrap().contains("not kvm_hc_pvlock_kick"));
+        assert!(ms[2]
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("FAILURE with 3 failures"));
+        assert!(ms[3]
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("not kvm_hc_pvlock_kick"));
     }
 
     #[test]
@@ -550,14 +666,28 @@ mod tests {
         let st: Vec<Status> = ms.iter().map(|m| m.status).collect();
         // Native under overcommit stalls by itself: a timeout. The others
         // are the platform's: run again.
-        assert_eq!(st, [Status::Timeout, Status::NotRun, Status::NotRun, Status::NotRun]);
-        assert!(ms[3].note.as_deref().unwrap().contains("stalled or vanished during contended"));
+        assert_eq!(
+            st,
+            [
+                Status::Timeout,
+                Status::NotRun,
+                Status::NotRun,
+                Status::NotRun
+            ]
+        );
+        assert!(ms[3]
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("stalled or vanished during contended"));
     }
 
     #[test]
     fn a_harness_error_marks_every_cell() {
         let s = Settings::new(true, None, 1);
         let ms = measurements(&unit2x(), &s, &Value::Null, Some("cannot start qemu"));
-        assert!(ms.iter().all(|m| m.status == Status::NotRun && m.note.as_deref() == Some("cannot start qemu")));
+        assert!(ms
+            .iter()
+            .all(|m| m.status == Status::NotRun && m.note.as_deref() == Some("cannot start qemu")));
     }
 }

@@ -15,8 +15,9 @@ use pvlock_bench::results::{HackbenchFiles, Results, UnitRecord};
 use pvlock_bench::{chart, stats};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::Ordering;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use vmtest::run::{self, Config, INTERRUPTED};
 
 #[derive(Parser)]
@@ -27,8 +28,8 @@ use vmtest::run::{self, Config, INTERRUPTED};
 )]
 struct Cli {
     /// The built kernel tree (make print-kdir).
-    #[arg(long, env = "KDIR")]
-    kdir: PathBuf,
+    #[arg(long, env = "KDIR", required_unless_present = "report")]
+    kdir: Option<PathBuf>,
     /// The repository root (modules, guest library).
     #[arg(long, default_value = ".")]
     repo: PathBuf,
@@ -51,8 +52,15 @@ struct Cli {
     only: Option<String>,
     /// Make-up runs, in the same repetition, of the guests the platform
     /// lost (an L2 that vanished or stalled under nested TCG).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 2)]
     retries: u32,
+    /// Write results.md and the charts again from DIR/results.json (e.g.
+    /// after a change of the report), run nothing.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
+    /// Print the runs and the time estimate, run nothing.
+    #[arg(long)]
+    dry_run: bool,
     /// hackbench (default: found on PATH; Debian package rt-tests).
     #[arg(long)]
     hackbench: Option<PathBuf>,
@@ -120,7 +128,10 @@ fn hackbench_files(explicit: Option<&Path>) -> Result<Option<HackbenchFiles>> {
             extra.push((p, dest));
         }
     }
-    Ok(Some(HackbenchFiles { program: prog, extra }))
+    Ok(Some(HackbenchFiles {
+        program: prog,
+        extra,
+    }))
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
@@ -138,7 +149,10 @@ fn civil(days: i64) -> (i64, u32, u32) {
 
 /// (`20261130-005012`, `2026-11-30 00:50:12 UTC`).
 fn stamps(t: SystemTime) -> (String, String) {
-    let s = t.duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+    let s = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
     let (y, mo, d) = civil(s.div_euclid(86_400));
     let r = s.rem_euclid(86_400);
     let (h, mi, se) = (r / 3600, r / 60 % 60, r % 60);
@@ -175,11 +189,101 @@ fn describe(m: &Measurement) -> String {
             } else {
                 "writes/s"
             };
-            let fair = m.fairness.map(|f| format!(", Max/Min {}", fmt_num(f))).unwrap_or_default();
+            let fair = m
+                .fairness
+                .map(|f| format!(", Max/Min {}", fmt_num(f)))
+                .unwrap_or_default();
             format!("{} {unit}{fair}", fmt_num(v))
         }
-        (st, _) => format!("{}: {}", st.label().to_uppercase(), m.note.as_deref().unwrap_or("")),
+        (st, _) => format!(
+            "{}: {}",
+            st.label().to_uppercase(),
+            m.note.as_deref().unwrap_or("")
+        ),
     }
+}
+
+/// Set by Ctrl-C (vmtest's INTERRUPTED is also set by the stall watchdog).
+static USER_STOP: AtomicBool = AtomicBool::new(false);
+/// Set by the stall watchdog.
+static STALLED: AtomicBool = AtomicBool::new(false);
+
+/// Runs `s` through vmtest, and stops it (through vmtest's interruption
+/// flag) when its console stays silent for `silence` seconds: an L1 whose
+/// timer stalled under nested TCG would otherwise hold the machine until
+/// the scenario's whole-run bound.
+fn run_watched(cfg: &Config, s: &vmtest::scenario::Scenario, silence: u64) -> Result<run::Report> {
+    let log = cfg.out.join(&s.name).join("console-1.log");
+    let _ = std::fs::remove_file(&log);
+    let done = Arc::new(AtomicBool::new(false));
+    let watch = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut last = (0, Instant::now());
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_secs(1));
+                let len = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+                if len != last.0 {
+                    last = (len, Instant::now());
+                } else if last.1.elapsed() > Duration::from_secs(silence) {
+                    STALLED.store(true, Ordering::Relaxed);
+                    INTERRUPTED.store(true, Ordering::Relaxed);
+                    break;
+                }
+            }
+        })
+    };
+    let r = run::run(cfg, s);
+    done.store(true, Ordering::Relaxed);
+    let _ = watch.join();
+    r
+}
+
+/// A result JSON like vmtest's, from a console log (of a run that was
+/// stopped, so vmtest wrote none).
+fn parse_console(log: &Path) -> serde_json::Value {
+    let mut p = vmtest::result::Parsed::default();
+    for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
+        if line.starts_with("# ") {
+            continue;
+        }
+        match line.strip_prefix("[qemu stderr] ") {
+            Some(l) => p.line(&format!("[qemu] {l}")),
+            None => p.line(line),
+        }
+    }
+    serde_json::json!({ "timed_out": true, "nodes": serde_json::to_value(&p.nodes).unwrap_or_default() })
+}
+
+/// `results.md`, `throughput.svg` and `hackbench.svg` into `out`; returns
+/// the Markdown.
+fn write_reports(res: &Results, out: &Path) -> Result<String> {
+    let md = report::markdown(res);
+    std::fs::write(out.join("results.md"), &md)?;
+    let reps = res.settings.reps;
+    let title = format!("locktorture spin_lock, 2 writers per vCPU: writes/s (median, min-max over {reps} repetitions)");
+    chart::chart(
+        &res.summary,
+        Workload::Contended,
+        &title,
+        &out.join("throughput.svg"),
+    )?;
+    if res
+        .cells()
+        .iter()
+        .any(|c| c.workload == Workload::Hackbench)
+    {
+        let title = format!(
+            "hackbench: seconds, lower is better (median, min-max over {reps} repetitions)"
+        );
+        chart::chart(
+            &res.summary,
+            Workload::Hackbench,
+            &title,
+            &out.join("hackbench.svg"),
+        )?;
+    }
+    Ok(md)
 }
 
 fn write_json(path: &Path, r: &Results) -> Result<()> {
@@ -194,9 +298,28 @@ fn real_main() -> Result<i32> {
     let t0 = Instant::now();
     let (stamp, started) = stamps(SystemTime::now());
     let repo = cli.repo.canonicalize().context("--repo")?;
-    let kdir = cli.kdir.canonicalize().context("--kdir")?;
+    if let Some(dir) = &cli.report {
+        let r = Results::load(&dir.join("results.json"))?;
+        write_reports(&r, dir)?;
+        eprintln!(
+            "pvlock-bench: wrote {}/results.md and the charts",
+            dir.display()
+        );
+        return Ok(0);
+    }
+    let kdir = cli
+        .kdir
+        .clone()
+        .context("--kdir")?
+        .canonicalize()
+        .context("--kdir")?;
     let kernel = std::fs::read_to_string(kdir.join("include/config/kernel.release"))
-        .with_context(|| format!("{} is not a built kernel tree (run 'make kernel')", kdir.display()))?
+        .with_context(|| {
+            format!(
+                "{} is not a built kernel tree (run 'make kernel')",
+                kdir.display()
+            )
+        })?
         .trim()
         .to_string();
     let tools_bin = cli
@@ -227,10 +350,34 @@ fn real_main() -> Result<i32> {
         }
     }
     if cells.is_empty() {
-        bail!("no cell of the {} matrix matches --only", if cli.quick { "quick" } else { "full" });
+        bail!(
+            "no cell of the {} matrix matches --only",
+            if cli.quick { "quick" } else { "full" }
+        );
     }
     let units = matrix::plan(&cells, settings.reps);
 
+    if cli.dry_run {
+        let mut total = 0.0;
+        for u in &units {
+            total += u.expected_secs(&settings);
+            let cells: Vec<String> = u.cells().iter().map(|c| c.id()).collect();
+            println!(
+                "{:<10} ~{:>4.0} s  {}",
+                u.name(),
+                u.expected_secs(&settings),
+                cells.join(" ")
+            );
+        }
+        println!(
+            "{} runs of L1, {} cells x {} repetitions; estimated {} when nothing stalls",
+            units.len(),
+            cells.len(),
+            settings.reps,
+            fmt_secs(total)
+        );
+        return Ok(0);
+    }
     let default_out = cli.out.is_none();
     let out = match &cli.out {
         Some(o) => o.clone(),
@@ -273,9 +420,16 @@ fn real_main() -> Result<i32> {
         qemu: cli.qemu.clone(),
         retries: None,
         console: false,
-        extra: hackbench.as_ref().map(|h| h.extra.clone()).unwrap_or_default(),
+        extra: hackbench
+            .as_ref()
+            .map(|h| h.extra.clone())
+            .unwrap_or_default(),
     };
-    ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed)).context("cannot install the Ctrl-C handler")?;
+    ctrlc::set_handler(|| {
+        USER_STOP.store(true, Ordering::Relaxed);
+        INTERRUPTED.store(true, Ordering::Relaxed);
+    })
+    .context("cannot install the Ctrl-C handler")?;
 
     let mut res = Results {
         tool: "pvlock-bench".into(),
@@ -285,6 +439,14 @@ fn real_main() -> Result<i32> {
         wall_secs: 0.0,
         complete: false,
         kernel,
+        git: Command::new("git")
+            .args(["describe", "--always", "--dirty"])
+            .current_dir(&repo)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_else(|| "unknown".into()),
         kdir,
         settings: settings.clone(),
         only: cli.only.clone(),
@@ -311,7 +473,7 @@ fn real_main() -> Result<i32> {
     for n in &res.notes {
         eprintln!("pvlock-bench: note: {n}");
     }
-    let mut done_actual = 0.0;
+    let mut done_actual = 0.0f64;
     let mut done_expected = 0.0;
     let mut interrupted = false;
     let mut queue: std::collections::VecDeque<Unit> = units.into();
@@ -319,13 +481,20 @@ fn real_main() -> Result<i32> {
     while let Some(unit) = queue.pop_front() {
         i += 1;
         let unit = &unit;
+        // How this machine compares with the model, from the runs that went
+        // well (a stalled run says nothing about the next), within reason.
         let factor = if done_expected > 0.0 {
-            done_actual / done_expected
+            (done_actual / done_expected).clamp(0.33, 3.0)
         } else {
             1.0
         };
         let this_expected = unit.expected_secs(&settings);
-        let left: f64 = (this_expected + queue.iter().map(|u| u.expected_secs(&settings)).sum::<f64>()) * factor;
+        let left: f64 = (this_expected
+            + queue
+                .iter()
+                .map(|u| u.expected_secs(&settings))
+                .sum::<f64>())
+            * factor;
         let modes: Vec<String> = unit
             .modes
             .iter()
@@ -352,20 +521,27 @@ fn real_main() -> Result<i32> {
             .unwrap_or_default();
         let other_qemus = qemus();
         if other_qemus > 0 {
-            eprintln!("pvlock-bench: note: {other_qemus} other QEMU process(es) running: expect noise");
+            eprintln!(
+                "pvlock-bench: note: {other_qemus} other QEMU process(es) running: expect noise"
+            );
         }
         res.order.push(unit.name());
         let started_unit = Instant::now();
         let scenario = unit.scenario(&settings, &scen_dir)?;
-        let outcome = run::run(&cfg, &scenario);
+        let silence = unit.silence_bound(&settings);
+        let outcome = run_watched(&cfg, &scenario, silence);
         let wall = started_unit.elapsed().as_secs_f64();
-        done_actual += wall;
-        done_expected += this_expected;
+
+        let mut stalled = false;
         let mut rec = UnitRecord {
             name: unit.name(),
             rep: unit.rep,
             overcommit: unit.overcommit.label().into(),
-            modes: unit.modes.iter().map(|(m, _)| m.label().to_string()).collect(),
+            modes: unit
+                .modes
+                .iter()
+                .map(|(m, _)| m.label().to_string())
+                .collect(),
             scenario: scen_dir.join(format!("{}.toml", unit.name())),
             result_file: runs_dir.join(format!("{}.json", unit.name())),
             wall_secs: wall,
@@ -384,6 +560,23 @@ fn real_main() -> Result<i32> {
                 rec.reasons = report.reasons.clone();
                 rec.host = extract::host_side(&report.result);
                 extract::measurements(unit, &settings, &report.result, None)
+            }
+            Err(_)
+                if STALLED.swap(false, Ordering::Relaxed) && !USER_STOP.load(Ordering::Relaxed) =>
+            {
+                INTERRUPTED.store(false, Ordering::Relaxed);
+                let msg =
+                    format!("L1 stalled: no console output for {silence} s (nested TCG); stopped");
+                eprintln!("pvlock-bench: {}: {msg}", unit.name());
+                rec.error = Some(msg);
+                stalled = true;
+                // What the guests reported before the stall still counts.
+                let log = runs_dir.join(unit.name()).join("console-1.log");
+                rec.attempts =
+                    serde_json::json!([{ "attempt": 1, "stalled": true, "console_log": log }]);
+                let result = parse_console(&log);
+                rec.host = extract::host_side(&result);
+                extract::measurements(unit, &settings, &result, None)
             }
             Err(e) if INTERRUPTED.load(Ordering::Relaxed) => {
                 eprintln!("pvlock-bench: interrupted during {}: {e:#}", unit.name());
@@ -415,26 +608,40 @@ fn real_main() -> Result<i32> {
         for m in &ms {
             eprintln!("    {:<34} {}", m.cell, describe(m));
         }
+        if !stalled && !ms.iter().any(|m| m.status == Status::NotRun) {
+            done_actual += wall;
+            done_expected += this_expected;
+        }
         // The guests the platform lost run again, right away, in the same
         // repetition.
         let lost: Vec<_> = unit
             .modes
             .iter()
             .map(|(m, _)| *m)
-            .filter(|m| ms.iter().any(|x| x.key.mode == *m && x.status == Status::NotRun))
+            .filter(|m| {
+                ms.iter()
+                    .any(|x| x.key.mode == *m && x.status == Status::NotRun)
+            })
             .collect();
-        if !lost.is_empty() && rec.error.is_none() && unit.retry < settings.retries {
+        if !lost.is_empty() && (rec.error.is_none() || stalled) && unit.retry < settings.retries {
             let again = unit.retry_of(&lost);
             eprintln!(
                 "pvlock-bench: the platform lost {}: running them again as {}",
-                lost.iter().map(|m| m.label()).collect::<Vec<_>>().join(", "),
+                lost.iter()
+                    .map(|m| m.label())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 again.name()
             );
             queue.push_front(again);
         }
         res.units.push(rec);
         for m in ms {
-            match res.measurements.iter().position(|x| x.key == m.key && x.rep == m.rep) {
+            match res
+                .measurements
+                .iter()
+                .position(|x| x.key == m.key && x.rep == m.rep)
+            {
                 None => res.measurements.push(m),
                 Some(k) if res.measurements[k].status == Status::NotRun => {
                     let old = std::mem::replace(&mut res.measurements[k], m);
@@ -453,20 +660,7 @@ fn real_main() -> Result<i32> {
     res.wall_secs = t0.elapsed().as_secs_f64();
     res.summary = stats::summarize(&res.measurements, &cells, settings.reps);
     write_json(&json_path, &res)?;
-    let md = report::markdown(&res);
-    std::fs::write(out.join("results.md"), &md)?;
-    let title = format!(
-        "locktorture spin_lock, 2 writers per vCPU: writes/s (median, min-max over {} repetitions)",
-        settings.reps
-    );
-    chart::chart(&res.summary, Workload::Contended, &title, &out.join("throughput.svg"))?;
-    if cells.iter().any(|c| c.workload == Workload::Hackbench) {
-        let title = format!(
-            "hackbench: seconds, lower is better (median, min-max over {} repetitions)",
-            settings.reps
-        );
-        chart::chart(&res.summary, Workload::Hackbench, &title, &out.join("hackbench.svg"))?;
-    }
+    let md = write_reports(&res, &out)?;
     println!("{md}");
     eprintln!(
         "pvlock-bench: {} in {} ({}); results in {}",
@@ -494,6 +688,30 @@ mod tests {
             ]
             .map(PathBuf::from)
         );
+    }
+
+    #[test]
+    fn console_of_a_stopped_run() {
+        let dir = std::env::temp_dir().join(format!("pvlock-bench-console-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("console-1.log");
+        std::fs::write(
+            &log,
+            "# \"qemu-system-x86_64\" ...\n@@PV L1.l1 boot uptime=1.3 nproc=2 kernel=7.3.4\n\
+             [native-1] @@PV L2.native-1 boot uptime=3.0 nproc=2 kernel=7.3.4\n\
+             [native-1] @@PV L2.native-1 step-begin uncontended locktorture spin_lock 1 5\n\
+             [native-1] @@PV L2.native-1 lt [ 10.0] Writes:  Total: 3594867  Max/Min: 3594867/3594867   Fail: 0\n\
+             [native-1] @@PV L2.native-1 lt [ 10.0] spin_lock-torture:--- End of test: SUCCESS: x\n\
+             [native-1] @@PV L2.native-1 locktorture type=spin_lock writers=1 secs=5.52\n\
+             [native-1] @@PV L2.native-1 step-end uncontended rc=0 secs=5.80\n\
+             [qemu stderr] something\n",
+        )
+        .unwrap();
+        let v = parse_console(&log);
+        assert_eq!(v["timed_out"], true);
+        assert_eq!(v["nodes"]["native-1"]["locktorture"][0]["total"], 3594867);
+        assert_eq!(v["nodes"]["l1"]["booted"], true);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

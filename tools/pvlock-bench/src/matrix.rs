@@ -29,7 +29,12 @@ pub enum Overcommit {
 }
 
 impl Overcommit {
-    pub const ALL: [Overcommit; 4] = [Overcommit::X1, Overcommit::X2, Overcommit::X3, Overcommit::Two];
+    pub const ALL: [Overcommit; 4] = [
+        Overcommit::X1,
+        Overcommit::X2,
+        Overcommit::X3,
+        Overcommit::Two,
+    ];
 
     pub fn label(self) -> &'static str {
         match self {
@@ -144,10 +149,18 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 3] = [Workload::Contended, Workload::Uncontended, Workload::Hackbench];
+    pub const ALL: [Workload; 3] = [
+        Workload::Contended,
+        Workload::Uncontended,
+        Workload::Hackbench,
+    ];
     /// The order inside an L2: the workload most likely to hit its bound
     /// (contended, for native) last, so that it cannot spoil the others.
-    pub const RUN_ORDER: [Workload; 3] = [Workload::Uncontended, Workload::Hackbench, Workload::Contended];
+    pub const RUN_ORDER: [Workload; 3] = [
+        Workload::Uncontended,
+        Workload::Hackbench,
+        Workload::Contended,
+    ];
 
     pub fn label(self) -> &'static str {
         match self {
@@ -190,7 +203,12 @@ pub struct Cell {
 impl Cell {
     /// `2x/contended/native`: what `--only` matches.
     pub fn id(&self) -> String {
-        format!("{}/{}/{}", self.overcommit.label(), self.workload.label(), self.mode.label())
+        format!(
+            "{}/{}/{}",
+            self.overcommit.label(),
+            self.workload.label(),
+            self.mode.label()
+        )
     }
 }
 
@@ -293,18 +311,30 @@ pub fn cells(quick: bool) -> Vec<Cell> {
     let mut v = Vec::new();
     if quick {
         for mode in Mode::ALL {
-            v.push(Cell { overcommit: Overcommit::X2, workload: Workload::Contended, mode });
+            v.push(Cell {
+                overcommit: Overcommit::X2,
+                workload: Workload::Contended,
+                mode,
+            });
         }
         // The fast path is the same whatever kicks: one pvlock mode is
         // enough to compare with native.
         for mode in [Mode::Native, Mode::HostKvm] {
-            v.push(Cell { overcommit: Overcommit::X1, workload: Workload::Uncontended, mode });
+            v.push(Cell {
+                overcommit: Overcommit::X1,
+                workload: Workload::Uncontended,
+                mode,
+            });
         }
     } else {
         for overcommit in Overcommit::ALL {
             for workload in Workload::ALL {
                 for mode in Mode::ALL {
-                    v.push(Cell { overcommit, workload, mode });
+                    v.push(Cell {
+                        overcommit,
+                        workload,
+                        mode,
+                    });
                 }
             }
         }
@@ -349,7 +379,12 @@ impl Unit {
         Unit {
             rep: self.rep,
             overcommit: self.overcommit,
-            modes: self.modes.iter().filter(|(m, _)| modes.contains(m)).cloned().collect(),
+            modes: self
+                .modes
+                .iter()
+                .filter(|(m, _)| modes.contains(m))
+                .cloned()
+                .collect(),
             retry: self.retry + 1,
         }
     }
@@ -358,7 +393,11 @@ impl Unit {
         let mut v = Vec::new();
         for (mode, ws) in &self.modes {
             for w in ws {
-                v.push(Cell { overcommit: self.overcommit, workload: *w, mode: *mode });
+                v.push(Cell {
+                    overcommit: self.overcommit,
+                    workload: *w,
+                    mode: *mode,
+                });
             }
         }
         v
@@ -369,7 +408,7 @@ impl Unit {
         let mut t = 5.0;
         for (mode, ws) in &self.modes {
             // L2 boot, info, hcmarks, power-off.
-            t += 25.0;
+            t += 12.0;
             if mode.loads_guest_pvlock() {
                 t += 4.0;
             }
@@ -380,13 +419,26 @@ impl Unit {
         t
     }
 
+    /// How long the console of this unit's L1 can stay silent before the
+    /// run is taken for stalled: the longest step bound (a step prints
+    /// nothing until it ends or hits its bound) and a margin.
+    pub fn silence_bound(&self, s: &Settings) -> u64 {
+        let longest = self
+            .modes
+            .iter()
+            .flat_map(|(m, ws)| ws.iter().map(move |w| s.step_timeout(*m, *w)))
+            .max()
+            .unwrap_or(0);
+        longest.max(60) + 40
+    }
+
     /// Bounds the L2 as a whole (a guest whose timer stalls under nested
     /// TCG never reaches its own step timeouts): boot, module load, the
     /// workloads' own bounds, the marks and statistics.
     fn l2_timeout(&self, s: &Settings, mode: Mode, ws: &[Workload]) -> u64 {
-        let mut t = 60;
+        let mut t = 40;
         if mode.loads_guest_pvlock() {
-            t += 30;
+            t += 20;
         }
         for w in ws {
             t += s.step_timeout(mode, *w) + 10;
@@ -403,14 +455,22 @@ impl Unit {
         let mut total = 120;
         for (mode, ws) in &self.modes {
             if *mode == Mode::HostKvm {
-                l1.push(r#"{ run = "load", args = ["host_kvm", "force=1"], id = "host_kvm" }"#.to_string());
+                l1.push(
+                    r#"{ run = "load", args = ["host_kvm", "force=1"], id = "host_kvm" }"#
+                        .to_string(),
+                );
             }
             let to = self.l2_timeout(s, *mode, ws);
             total += to + 10;
-            l1.push(format!(r#"{{ l2 = ["{}"], timeout = {to}, id = "l2-{}" }}"#, mode.group(), mode.group()));
+            l1.push(format!(
+                r#"{{ l2 = ["{}"], timeout = {to}, id = "l2-{}" }}"#,
+                mode.group(),
+                mode.group()
+            ));
             let mut steps = Vec::new();
             if mode.loads_guest_pvlock() {
-                steps.push(r#"{ run = "load", args = ["guest_pvlock"], timeout = 60 }"#.to_string());
+                steps
+                    .push(r#"{ run = "load", args = ["guest_pvlock"], timeout = 60 }"#.to_string());
             }
             steps.push(r#"{ run = "info" }"#.to_string());
             steps.push(r#"{ run = "hcmark", args = ["start"] }"#.to_string());
@@ -488,14 +548,25 @@ pub fn plan(cells: &[Cell], reps: u32) -> Vec<Unit> {
             for mode in Mode::ALL {
                 let ws: Vec<Workload> = Workload::RUN_ORDER
                     .into_iter()
-                    .filter(|w| cells.contains(&Cell { overcommit: oc, workload: *w, mode }))
+                    .filter(|w| {
+                        cells.contains(&Cell {
+                            overcommit: oc,
+                            workload: *w,
+                            mode,
+                        })
+                    })
                     .collect();
                 if !ws.is_empty() {
                     modes.push((mode, ws));
                 }
             }
             if !modes.is_empty() {
-                units.push(Unit { rep, overcommit: oc, modes, retry: 0 });
+                units.push(Unit {
+                    rep,
+                    overcommit: oc,
+                    modes,
+                    retry: 0,
+                });
             }
         }
     }
@@ -540,8 +611,8 @@ mod tests {
         let units = plan(&c, s.reps);
         assert_eq!(units.len(), 4);
         let est: f64 = units.iter().map(|u| u.expected_secs(&s)).sum();
-        assert!(est < 540.0, "quick mode is estimated at {est} s");
-        assert!(est > 300.0, "quick mode is estimated at {est} s");
+        assert!(est < 480.0, "quick mode is estimated at {est} s");
+        assert!(est > 240.0, "quick mode is estimated at {est} s");
         assert_eq!(Settings::new(false, None, 1).reps, 3);
         assert_eq!(Settings::new(true, Some(5), 1).reps, 5);
     }
@@ -557,7 +628,13 @@ mod tests {
         assert_eq!(modes, [Mode::Native, Mode::HostKvm]);
         // Each repetition measures every cell once before the next begins.
         let per_rep: Vec<Vec<Cell>> = (1..=2)
-            .map(|r| units.iter().filter(|u| u.rep == r).flat_map(Unit::cells).collect())
+            .map(|r| {
+                units
+                    .iter()
+                    .filter(|u| u.rep == r)
+                    .flat_map(Unit::cells)
+                    .collect()
+            })
             .collect();
         assert_eq!(per_rep[0], per_rep[1]);
         assert_eq!(per_rep[0].len(), 6);
@@ -576,6 +653,9 @@ mod tests {
         assert!(text.contains("load\", args = [\"host_kvm\""));
         assert!(!text.contains("nopvspin"));
         assert!(text.contains("retries = 0"));
+        // The longest step: native hackbench, bound 150 + 20 s.
+        assert_eq!(units[1].silence_bound(&s), 210);
+        assert_eq!(u.retry_of(&[Mode::HostKvm]).silence_bound(&s), 120);
     }
 
     #[test]
@@ -602,17 +682,32 @@ mod tests {
             let hk = l1.find("load host_kvm force=1").unwrap();
             assert!(l1.find("kickcpu:").unwrap() < hk && hk < l1.find("hostkvm:").unwrap());
             assert!(text.contains("cmdline = \"nopvspin\""));
-            let native = plans.iter().find(|(p, _)| p == "plan/L2-native.sh").unwrap();
+            let native = plans
+                .iter()
+                .find(|(p, _)| p == "plan/L2-native.sh")
+                .unwrap();
             assert!(!native.1.contains("guest_pvlock"));
-            let hostkvm = plans.iter().find(|(p, _)| p == "plan/L2-hostkvm.sh").unwrap();
+            let hostkvm = plans
+                .iter()
+                .find(|(p, _)| p == "plan/L2-hostkvm.sh")
+                .unwrap();
             assert!(hostkvm.1.contains("load guest_pvlock"));
             let w = 2 * u.overcommit.vcpus();
-            assert!(hostkvm.1.contains(&format!("locktorture spin_lock {w} 10")), "{}", hostkvm.1);
+            assert!(
+                hostkvm.1.contains(&format!("locktorture spin_lock {w} 10")),
+                "{}",
+                hostkvm.1
+            );
             assert!(native.1.contains(&format!("locktorture spin_lock {w} 5")));
             assert!(native.1.contains("locktorture spin_lock 1 10"));
-            assert!(native.1.contains(&format!("hackbench {} 30 150", u.overcommit.vcpus())));
+            assert!(native
+                .1
+                .contains(&format!("hackbench {} 30 150", u.overcommit.vcpus())));
             // Contended last.
-            assert!(native.1.find("hackbench").unwrap() < native.1.find(&format!("spin_lock {w} ")).unwrap());
+            assert!(
+                native.1.find("hackbench").unwrap()
+                    < native.1.find(&format!("spin_lock {w} ")).unwrap()
+            );
             if u.overcommit == Overcommit::Two {
                 assert_eq!(sc.l2_instances().len(), 8);
                 assert!(sc.l2_instances().contains(&"upstream-2".to_string()));

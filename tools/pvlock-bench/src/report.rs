@@ -38,12 +38,26 @@ pub fn fmt_num(x: f64) -> String {
     format!("{s}{suffix}")
 }
 
+/// A count: an integer, with k/M when large.
+pub fn fmt_count(x: f64) -> String {
+    if x.abs() >= 1e4 {
+        fmt_num(x)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
 /// `median [min, max]`, or just the value when there is one.
 pub fn fmt_agg(a: &Agg) -> String {
     if a.n == 1 {
         fmt_num(a.median)
     } else {
-        format!("{} [{}, {}]", fmt_num(a.median), fmt_num(a.min), fmt_num(a.max))
+        format!(
+            "{} [{}, {}]",
+            fmt_num(a.median),
+            fmt_num(a.min),
+            fmt_num(a.max)
+        )
     }
 }
 
@@ -59,7 +73,12 @@ pub fn fmt_secs(s: f64) -> String {
 
 fn status_counts(st: &[Option<Status>]) -> String {
     let mut parts = Vec::new();
-    for s in [Status::Timeout, Status::Failed, Status::WrongMode, Status::NotRun] {
+    for s in [
+        Status::Timeout,
+        Status::Failed,
+        Status::WrongMode,
+        Status::NotRun,
+    ] {
         let n = st.iter().filter(|x| **x == Some(s)).count();
         if n > 0 {
             parts.push(format!("{n} {}", s.label()));
@@ -68,7 +87,14 @@ fn status_counts(st: &[Option<Status>]) -> String {
     parts.join(", ")
 }
 
-fn value_cell(s: &Summary, oc: Overcommit, w: Workload, m: Mode, reps: u32, fairness: bool) -> String {
+fn value_cell(
+    s: &Summary,
+    oc: Overcommit,
+    w: Workload,
+    m: Mode,
+    reps: u32,
+    fairness: bool,
+) -> String {
     let Some(c) = s.cell(oc, w, m) else {
         return "-".into();
     };
@@ -134,15 +160,27 @@ pub fn workload_table(s: &Summary, w: Workload, reps: u32) -> Option<String> {
     let fair = w != Workload::Hackbench;
     let mut head = vec!["overcommit".to_string()];
     head.extend(modes.iter().map(|m| m.label().to_string()));
-    head.extend(ratios.iter().map(|(p, b)| format!("{} / {}", p.short(), b.short())));
+    head.extend(
+        ratios
+            .iter()
+            .map(|(p, b)| format!("{} / {}", p.short(), b.short())),
+    );
     if fair {
         head.extend(modes.iter().map(|m| format!("Max/Min {}", m.short())));
     }
     let mut t = format!("| {} |\n|{}\n", head.join(" | "), "---|".repeat(head.len()));
     for oc in &ocs {
-        let mut row = vec![format!("{} ({} vCPUs / 2)", oc.label(), oc.guests() * oc.vcpus())];
+        let mut row = vec![format!(
+            "{} ({} vCPUs / 2)",
+            oc.label(),
+            oc.guests() * oc.vcpus()
+        )];
         row.extend(modes.iter().map(|m| value_cell(s, *oc, w, *m, reps, false)));
-        row.extend(ratios.iter().map(|(p, b)| ratio_cell(s, *oc, w, *p, *b, reps)));
+        row.extend(
+            ratios
+                .iter()
+                .map(|(p, b)| ratio_cell(s, *oc, w, *p, *b, reps)),
+        );
         if fair {
             row.extend(modes.iter().map(|m| value_cell(s, *oc, w, *m, reps, true)));
         }
@@ -153,16 +191,27 @@ pub fn workload_table(s: &Summary, w: Workload, reps: u32) -> Option<String> {
 
 /// The goals table.
 pub fn goals_table(s: &Summary) -> String {
-    let mut t = String::from("| goal | target | measured: median [min, max] | result |\n|---|---|---|---|\n");
+    let mut t = String::from(
+        "| goal | target | measured: median [min, max] | result |\n|---|---|---|---|\n",
+    );
     for g in &s.goals {
         let target = match g.aim {
             Some(aim) => format!("{} {} (aim {aim})", g.op, g.target),
             None => format!("{} {}", g.op, g.target),
         };
-        let measured = g.measured.map(|a| fmt_agg(&a)).unwrap_or_else(|| "-".into());
+        let measured = g
+            .measured
+            .map(|a| fmt_agg(&a))
+            .unwrap_or_else(|| "-".into());
         let margin = g
             .margin
-            .map(|m| format!(" ({:+.0}% of target)", m * 100.0))
+            .map(|m| {
+                if (m * 100.0).abs() < 10.0 {
+                    format!(" ({:+.1}% of target)", m * 100.0)
+                } else {
+                    format!(" ({:+.0}% of target)", m * 100.0)
+                }
+            })
             .unwrap_or_default();
         let result = match g.status {
             GoalStatus::Pass => format!("PASS{margin}"),
@@ -186,7 +235,10 @@ fn workload_title(w: Workload, r: &Results) -> String {
             "contended: locktorture spin_lock, 2 writers per L2 vCPU, {} s ({} s native)",
             s.contended_secs, s.native_contended_secs
         ),
-        Workload::Uncontended => format!("uncontended: locktorture spin_lock, 1 writer, {} s", s.uncontended_secs),
+        Workload::Uncontended => format!(
+            "uncontended: locktorture spin_lock, 1 writer, {} s",
+            s.uncontended_secs
+        ),
         Workload::Hackbench => format!(
             "hackbench: rt-tests hackbench, process mode over sockets, groups = L2 vCPUs, {} loops",
             s.hackbench_loops
@@ -195,19 +247,29 @@ fn workload_title(w: Workload, r: &Results) -> String {
 }
 
 /// Median of a per-instance number over the ok measurements of a cell.
-fn median_of(r: &Results, oc: Overcommit, m: Mode, f: impl Fn(&crate::extract::Instance) -> Option<f64>) -> String {
+fn median_of(
+    r: &Results,
+    oc: Overcommit,
+    m: Mode,
+    f: impl Fn(&crate::extract::Instance) -> Option<f64>,
+) -> String {
     let v: Vec<f64> = r
         .measurements
         .iter()
         .filter(|x| {
-            x.key.overcommit == oc && x.key.mode == m && x.key.workload == Workload::Contended && x.status == Status::Ok
+            x.key.overcommit == oc
+                && x.key.mode == m
+                && x.key.workload == Workload::Contended
+                && x.status == Status::Ok
         })
         .filter_map(|x| {
             let per: Vec<f64> = x.instances.iter().filter_map(&f).collect();
             (!per.is_empty()).then(|| per.iter().sum())
         })
         .collect();
-    crate::stats::agg(&v).map(|a| fmt_num(a.median)).unwrap_or_else(|| "-".into())
+    crate::stats::agg(&v)
+        .map(|a| fmt_count(a.median))
+        .unwrap_or_else(|| "-".into())
 }
 
 /// Kicks and hypercalls during the contended workload.
@@ -219,8 +281,12 @@ fn kicks_table(r: &Results) -> Option<String> {
             if s.cell(oc, Workload::Contended, m).is_none() || m == Mode::Native {
                 continue;
             }
-            let hc = |nr: &'static str| move |i: &crate::extract::Instance| i.hypercalls.get(nr).map(|v| *v as f64);
-            let ctr = |c: &'static str| move |i: &crate::extract::Instance| i.counters.get(c).map(|v| *v as f64);
+            let hc = |nr: &'static str| {
+                move |i: &crate::extract::Instance| i.hypercalls.get(nr).map(|v| *v as f64)
+            };
+            let ctr = |c: &'static str| {
+                move |i: &crate::extract::Instance| i.counters.get(c).map(|v| *v as f64)
+            };
             rows.push(format!(
                 "| {} | {} | {} | {} | {} | {} | {} |",
                 oc.label(),
@@ -256,7 +322,11 @@ pub fn markdown(r: &Results) -> String {
         o,
         "# pvlock benchmark: {} mode{}\n",
         if s.quick { "quick" } else { "full" },
-        if r.complete { "" } else { " (INCOMPLETE: interrupted)" }
+        if r.complete {
+            ""
+        } else {
+            " (INCOMPLETE: interrupted)"
+        }
     );
     let make_up = r.units.iter().filter(|u| u.name.contains("-retry")).count();
     let _ = writeln!(
@@ -268,8 +338,8 @@ pub fn markdown(r: &Results) -> String {
     );
     let _ = writeln!(
         o,
-        "- kernel {}; L1: QEMU TCG with 2 vCPUs (KVM host, no pause-loop exiting); L2: KVM guests in L1",
-        r.kernel
+        "- kernel {}, pvlock {}; L1: QEMU TCG with 2 vCPUs (KVM host, no pause-loop exiting); L2: KVM guests in L1",
+        r.kernel, r.git
     );
     let _ = writeln!(
         o,
@@ -297,7 +367,11 @@ pub fn markdown(r: &Results) -> String {
             "## Kicks during the contended workload (median per run)\n\n{t}\nHypercalls as L1's kvm_hypercall trace event counted them; with two guests at once the counter is shared between them.\n"
         );
     }
-    let bad: Vec<_> = r.measurements.iter().filter(|m| m.status != Status::Ok).collect();
+    let bad: Vec<_> = r
+        .measurements
+        .iter()
+        .filter(|m| m.status != Status::Ok)
+        .collect();
     let _ = writeln!(o, "## Failed and timed-out measurements\n");
     if bad.is_empty() {
         let _ = writeln!(o, "None.\n");
@@ -314,14 +388,41 @@ pub fn markdown(r: &Results) -> String {
         }
         o.push('\n');
     }
-    let _ = writeln!(o, "## Runs\n\n| run | modes | wall | attempts | vmtest verdict |\n|---|---|---|---|---|");
+    if !r.unused.is_empty() {
+        let _ = writeln!(
+            o,
+            "Not used (replaced by a make-up run, or repeated by one):\n"
+        );
+        for m in &r.unused {
+            let what = match m.status {
+                Status::Ok => format!(
+                    "{}: {}",
+                    m.status.label(),
+                    m.value.map(fmt_num).unwrap_or_default()
+                ),
+                _ => format!("{}: {}", m.status.label(), m.note.as_deref().unwrap_or("")),
+            };
+            let _ = writeln!(o, "- {} {}: {what}", m.unit, m.cell);
+        }
+        o.push('\n');
+    }
+    let _ = writeln!(
+        o,
+        "## Runs\n\n| run | modes | wall | attempts | vmtest verdict |\n|---|---|---|---|---|"
+    );
     for u in &r.units {
         let attempts = u.attempts.as_array().map(|a| a.len()).unwrap_or(0);
         let verdict = match (&u.error, u.passed) {
             (Some(e), _) => format!("error: {e}"),
             (None, true) => "passed".into(),
             (None, false) => {
-                let mut v = u.reasons.iter().take(2).cloned().collect::<Vec<_>>().join("; ");
+                let mut v = u
+                    .reasons
+                    .iter()
+                    .take(2)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("; ");
                 if u.reasons.len() > 2 {
                     let _ = write!(v, "; +{} more", u.reasons.len() - 2);
                 }
@@ -365,6 +466,8 @@ pub(crate) mod tests {
         assert_eq!(fmt_num(1.3), "1.30");
         assert_eq!(fmt_num(0.9651), "0.965");
         assert_eq!(fmt_num(f64::INFINITY), "inf");
+        assert_eq!(fmt_count(42.0), "42");
+        assert_eq!(fmt_count(374_123.0), "374k");
         assert_eq!(fmt_secs(412.4), "6 min 52 s");
         assert_eq!(fmt_secs(7.0), "7 s");
     }
@@ -380,6 +483,7 @@ pub(crate) mod tests {
             wall_secs: 412.0,
             complete: true,
             kernel: "7.3.4".into(),
+            git: "abc1234".into(),
             kdir: "/k".into(),
             settings: Settings::new(true, None, 1),
             only: None,
@@ -420,13 +524,37 @@ pub(crate) mod tests {
     fn misses_are_flagged() {
         let r = results();
         let t = workload_table(&r.summary, Workload::Uncontended, 2).unwrap();
-        assert!(t.contains("| 0.950 [0.950, 0.950] **MISS < 0.97** |"), "{t}");
+        assert!(
+            t.contains("| 0.950 [0.950, 0.950] **MISS < 0.97** |"),
+            "{t}"
+        );
         assert!(!t.contains("kickcpu"), "{t}");
         let g = goals_table(&r.summary);
-        assert!(g.contains("| 1x uncontended: pvlock-hostkvm / native | >= 0.97 | 0.950 [0.950, 0.950] | **MISS** (-2% of target) |"), "{g}");
-        assert!(g.contains("| 2x contended: pvlock-hostkvm / native | >= 10 | 130 | PASS (+1200% of target) |"), "{g}");
-        assert!(g.contains("| 3x contended: pvlock-kickcpu / native | >= 10 | - | n/a; "), "{g}");
+        assert!(g.contains("| 1x uncontended: pvlock-hostkvm / native | >= 0.97 | 0.950 [0.950, 0.950] | **MISS** (-2.1% of target) |"), "{g}");
+        assert!(
+            g.contains(
+                "| 2x contended: pvlock-hostkvm / native | >= 10 | 130 | PASS (+1200% of target) |"
+            ),
+            "{g}"
+        );
+        assert!(
+            g.contains("| 3x contended: pvlock-kickcpu / native | >= 10 | - | n/a; "),
+            "{g}"
+        );
         assert!(g.contains("(aim 1.2)"));
+    }
+
+    #[test]
+    fn results_json_round_trip() {
+        let r = results();
+        let dir = std::env::temp_dir().join(format!("pvlock-bench-rt-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("results.json");
+        std::fs::write(&p, serde_json::to_string_pretty(&r).unwrap()).unwrap();
+        let back = Results::load(&p).unwrap();
+        assert_eq!(back.summary, r.summary);
+        assert_eq!(markdown(&back), markdown(&r));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -435,11 +563,24 @@ pub(crate) mod tests {
         let md = markdown(&r);
         assert!(md.starts_with("# pvlock benchmark: quick mode\n"));
         assert!(md.contains("## Goals"));
-        assert!(md.contains("## contended: locktorture spin_lock, 2 writers per L2 vCPU, 5 s (5 s native)"));
+        assert!(md.contains(
+            "## contended: locktorture spin_lock, 2 writers per L2 vCPU, 5 s (5 s native)"
+        ));
         assert!(md.contains("## uncontended"));
         assert!(!md.contains("## hackbench"));
-        assert!(md.contains("## Failed and timed-out measurements\n\n- r2 2x/contended/native: **timeout**"));
+        assert!(md.contains(
+            "## Failed and timed-out measurements\n\n- r2 2x/contended/native: **timeout**"
+        ));
         assert!(md.contains("took 6 min 52 s"));
+        assert!(!md.contains("Not used"));
+        let mut r = r;
+        let mut lost = r.measurements[0].clone();
+        lost.status = Status::NotRun;
+        lost.note = Some("native-1: never booted".into());
+        lost.unit = "r1-2x".into();
+        r.unused.push(lost);
+        let md = markdown(&r);
+        assert!(md.contains("Not used (replaced by a make-up run, or repeated by one):\n\n- r1-2x 2x/contended/native: not-run: native-1: never booted\n"), "{md}");
         let _ = cells(false);
     }
 }

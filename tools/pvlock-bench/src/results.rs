@@ -56,6 +56,9 @@ pub struct Results {
     /// False while running and after an interruption.
     pub complete: bool,
     pub kernel: String,
+    /// `git describe --always --dirty` of the repository (the modules
+    /// measured).
+    pub git: String,
     pub kdir: PathBuf,
     pub settings: Settings,
     pub only: Option<String>,
@@ -71,5 +74,29 @@ pub struct Results {
     /// Measurements a make-up run replaced (the platform lost the guest),
     /// and the make-up run's repeats of cells that had a result already.
     pub unused: Vec<Measurement>,
+    /// Computed again from the measurements when the file is read back
+    /// (JSON has no infinity for a starved writer's Max/Min).
+    #[serde(skip_deserializing)]
     pub summary: Summary,
+}
+
+impl Results {
+    /// The cells measured, from the measurements.
+    pub fn cells(&self) -> Vec<crate::matrix::Cell> {
+        let mut v: Vec<_> = self.measurements.iter().map(|m| m.key).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// Reads a `results.json` and recomputes its summary.
+    pub fn load(path: &std::path::Path) -> anyhow::Result<Results> {
+        use anyhow::Context;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let mut r: Results = serde_json::from_str(&text)
+            .with_context(|| format!("bad results file {}", path.display()))?;
+        r.summary = crate::stats::summarize(&r.measurements, &r.cells(), r.settings.reps);
+        Ok(r)
+    }
 }

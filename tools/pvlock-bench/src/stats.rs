@@ -26,9 +26,7 @@ pub fn agg(values: &[f64]) -> Option<Agg> {
     }
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    let median = if n % 2 == 1 {
-        v[n / 2]
-    } else if v[n / 2 - 1].is_infinite() || v[n / 2].is_infinite() {
+    let median = if n % 2 == 1 || v[n / 2 - 1].is_infinite() || v[n / 2].is_infinite() {
         v[n / 2]
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
@@ -74,7 +72,7 @@ impl Ratio {
 }
 
 /// Everything the report shows.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
     pub cells: Vec<CellSummary>,
     pub ratios: Vec<Ratio>,
@@ -98,7 +96,12 @@ impl Summary {
     }
 }
 
-fn per_rep<F: Fn(&Measurement) -> Option<f64>>(ms: &[Measurement], c: &Cell, reps: u32, f: F) -> Vec<Option<f64>> {
+fn per_rep<F: Fn(&Measurement) -> Option<f64>>(
+    ms: &[Measurement],
+    c: &Cell,
+    reps: u32,
+    f: F,
+) -> Vec<Option<f64>> {
     (1..=reps)
         .map(|r| ms.iter().find(|m| m.key == *c && m.rep == r).and_then(&f))
         .collect()
@@ -120,7 +123,11 @@ fn ok_fairness(m: &Measurement) -> Option<f64> {
     }
 }
 
-fn ratio_series(a: &[Option<f64>], b: &[Option<f64>], f: impl Fn(f64, f64) -> f64) -> Vec<Option<f64>> {
+fn ratio_series(
+    a: &[Option<f64>],
+    b: &[Option<f64>],
+    f: impl Fn(f64, f64) -> f64,
+) -> Vec<Option<f64>> {
     a.iter()
         .zip(b)
         .map(|(x, y)| match (x, y) {
@@ -140,7 +147,11 @@ pub fn summarize(ms: &[Measurement], cells: &[Cell], reps: u32) -> Summary {
             cell: c.id(),
             key: *c,
             statuses: (1..=reps)
-                .map(|r| ms.iter().find(|m| m.key == *c && m.rep == r).map(|m| m.status))
+                .map(|r| {
+                    ms.iter()
+                        .find(|m| m.key == *c && m.rep == r)
+                        .map(|m| m.status)
+                })
                 .collect(),
             value: agg(&values.iter().flatten().copied().collect::<Vec<_>>()),
             fairness: agg(&fair.iter().flatten().copied().collect::<Vec<_>>()),
@@ -152,12 +163,20 @@ pub fn summarize(ms: &[Measurement], cells: &[Cell], reps: u32) -> Summary {
     for oc in Overcommit::ALL {
         for w in Workload::ALL {
             for pv in Mode::PVLOCK {
-                let pvc = Cell { overcommit: oc, workload: w, mode: pv };
+                let pvc = Cell {
+                    overcommit: oc,
+                    workload: w,
+                    mode: pv,
+                };
                 if !cells.contains(&pvc) {
                     continue;
                 }
                 for base in [Mode::Native, Mode::Upstream] {
-                    let bc = Cell { overcommit: oc, workload: w, mode: base };
+                    let bc = Cell {
+                        overcommit: oc,
+                        workload: w,
+                        mode: base,
+                    };
                     if !cells.contains(&bc) {
                         continue;
                     }
@@ -254,13 +273,28 @@ pub fn threshold(oc: Overcommit, w: Workload, base: Mode) -> Option<f64> {
     }
 }
 
-fn judge_goal(name: String, op: &str, target: f64, aim: Option<f64>, measured: Option<Agg>, why_missing: String) -> Goal {
+fn judge_goal(
+    name: String,
+    op: &str,
+    target: f64,
+    aim: Option<f64>,
+    measured: Option<Agg>,
+    why_missing: String,
+) -> Goal {
     let (status, margin) = match measured {
         None => (GoalStatus::NotMeasured, None),
         Some(a) => {
-            let ok = if op == ">=" { a.median >= target } else { a.median <= target };
+            let ok = if op == ">=" {
+                a.median >= target
+            } else {
+                a.median <= target
+            };
             (
-                if ok { GoalStatus::Pass } else { GoalStatus::Miss },
+                if ok {
+                    GoalStatus::Pass
+                } else {
+                    GoalStatus::Miss
+                },
                 Some(a.median / target - 1.0),
             )
         }
@@ -307,7 +341,9 @@ fn missing(s: &Summary, oc: Overcommit, w: Workload, modes: &[Mode]) -> String {
             }
         }
     }
-    if why.is_empty() {
+    if !why.is_empty() && why.iter().all(|w| w.ends_with("not in this run's matrix")) {
+        "not in this run's matrix (quick mode or --only)".into()
+    } else if why.is_empty() {
         "no repetition measured both".into()
     } else {
         why.join("; ")
@@ -318,10 +354,17 @@ fn goals(s: &Summary) -> Vec<Goal> {
     let mut v = Vec::new();
     for oc in [Overcommit::X2, Overcommit::X3] {
         for pv in Mode::PVLOCK {
-            for (base, target, aim) in [(Mode::Native, 10.0, None), (Mode::Upstream, 1.0, Some(1.2))] {
+            for (base, target, aim) in
+                [(Mode::Native, 10.0, None), (Mode::Upstream, 1.0, Some(1.2))]
+            {
                 let w = Workload::Contended;
                 v.push(judge_goal(
-                    format!("{} contended: {} / {}", oc.label(), pv.label(), base.label()),
+                    format!(
+                        "{} contended: {} / {}",
+                        oc.label(),
+                        pv.label(),
+                        base.label()
+                    ),
                     ">=",
                     target,
                     aim,
@@ -367,7 +410,10 @@ fn goals(s: &Summary) -> Vec<Goal> {
                 s.cell(oc, w, Mode::Upstream).and_then(|c| c.fairness),
             );
             if let (Some(a), Some(b)) = (a, b) {
-                g.note = format!("Max/Min {:.2} vs {:.2}", a.median, b.median);
+                g.note = format!(
+                    "median Max/Min over all repetitions {:.2} vs {:.2}",
+                    a.median, b.median
+                );
             }
             v.push(g);
         }
@@ -393,14 +439,29 @@ pub(crate) mod tests {
         assert_eq!((a.median, a.max), (f64::INFINITY, f64::INFINITY));
     }
 
-    fn m(oc: Overcommit, w: Workload, mode: Mode, rep: u32, value: Option<f64>, fairness: Option<f64>) -> Measurement {
-        let key = Cell { overcommit: oc, workload: w, mode };
+    fn m(
+        oc: Overcommit,
+        w: Workload,
+        mode: Mode,
+        rep: u32,
+        value: Option<f64>,
+        fairness: Option<f64>,
+    ) -> Measurement {
+        let key = Cell {
+            overcommit: oc,
+            workload: w,
+            mode,
+        };
         Measurement {
             cell: key.id(),
             key,
             rep,
             unit: format!("r{rep}"),
-            status: if value.is_some() { Status::Ok } else { Status::Timeout },
+            status: if value.is_some() {
+                Status::Ok
+            } else {
+                Status::Timeout
+            },
             note: None,
             value,
             fairness,
@@ -418,11 +479,46 @@ pub(crate) mod tests {
         let mut ms = Vec::new();
         for (rep, k) in [(1, 1.0), (2, 2.0)] {
             ms.push(m(X2, Contended, Native, rep, Some(1000.0 * k), Some(500.0)));
-            ms.push(m(X2, Contended, Upstream, rep, Some(100_000.0 * k), Some(1.5)));
-            ms.push(m(X2, Contended, KickCpu, rep, Some(110_000.0 * k), Some(1.2)));
-            ms.push(m(X2, Contended, HostKvm, rep, Some(130_000.0 * k * if rep == 1 { 1.0 } else { 1.2 }), Some(1.8)));
-            ms.push(m(X1, Uncontended, Native, rep, Some(200_000.0 * k), Some(1.0)));
-            ms.push(m(X1, Uncontended, HostKvm, rep, Some(190_000.0 * k), Some(1.0)));
+            ms.push(m(
+                X2,
+                Contended,
+                Upstream,
+                rep,
+                Some(100_000.0 * k),
+                Some(1.5),
+            ));
+            ms.push(m(
+                X2,
+                Contended,
+                KickCpu,
+                rep,
+                Some(110_000.0 * k),
+                Some(1.2),
+            ));
+            ms.push(m(
+                X2,
+                Contended,
+                HostKvm,
+                rep,
+                Some(130_000.0 * k * if rep == 1 { 1.0 } else { 1.2 }),
+                Some(1.8),
+            ));
+            ms.push(m(
+                X1,
+                Uncontended,
+                Native,
+                rep,
+                Some(200_000.0 * k),
+                Some(1.0),
+            ));
+            ms.push(m(
+                X1,
+                Uncontended,
+                HostKvm,
+                rep,
+                Some(190_000.0 * k),
+                Some(1.0),
+            ));
         }
         // Repetition 2 of native at 2x timed out.
         ms.retain(|x| !(x.rep == 2 && x.key.mode == Native && x.key.overcommit == X2));
@@ -435,34 +531,80 @@ pub(crate) mod tests {
     fn ratios_inside_each_repetition() {
         let (ms, cells) = sample();
         let s = summarize(&ms, &cells, 2);
-        let hu = s.ratio(Overcommit::X2, Workload::Contended, Mode::HostKvm, Mode::Upstream).unwrap();
+        let hu = s
+            .ratio(
+                Overcommit::X2,
+                Workload::Contended,
+                Mode::HostKvm,
+                Mode::Upstream,
+            )
+            .unwrap();
         assert_eq!(hu.per_rep, [Some(1.3), Some(1.3 * 1.2)]);
         let a = hu.agg.unwrap();
         assert!((a.median - (1.3 + 1.56) / 2.0).abs() < 1e-12);
         assert_eq!((a.min, a.max, a.n), (1.3, 1.56, 2));
         // Native timed out in repetition 2: one ratio.
-        let hn = s.ratio(Overcommit::X2, Workload::Contended, Mode::HostKvm, Mode::Native).unwrap();
+        let hn = s
+            .ratio(
+                Overcommit::X2,
+                Workload::Contended,
+                Mode::HostKvm,
+                Mode::Native,
+            )
+            .unwrap();
         assert_eq!(hn.per_rep, [Some(130.0), None]);
         assert_eq!(hn.agg.unwrap().n, 1);
-        let native = s.cell(Overcommit::X2, Workload::Contended, Mode::Native).unwrap();
+        let native = s
+            .cell(Overcommit::X2, Workload::Contended, Mode::Native)
+            .unwrap();
         assert_eq!(native.statuses, [Some(Status::Ok), Some(Status::Timeout)]);
         assert_eq!(native.value.unwrap().n, 1);
         // Throughput median over repetitions: (110k + 220k) / 2.
-        let kc = s.cell(Overcommit::X2, Workload::Contended, Mode::KickCpu).unwrap();
+        let kc = s
+            .cell(Overcommit::X2, Workload::Contended, Mode::KickCpu)
+            .unwrap();
         assert_eq!(kc.value.unwrap().median, 165_000.0);
         // No kick-cpu at 1x in the quick matrix.
-        assert!(s.ratio(Overcommit::X1, Workload::Uncontended, Mode::KickCpu, Mode::Native).is_none());
+        assert!(s
+            .ratio(
+                Overcommit::X1,
+                Workload::Uncontended,
+                Mode::KickCpu,
+                Mode::Native
+            )
+            .is_none());
     }
 
     #[test]
     fn hackbench_ratio_is_time_inverted() {
         let ms = vec![
-            m(Overcommit::X3, Workload::Hackbench, Mode::Native, 1, Some(30.0), None),
-            m(Overcommit::X3, Workload::Hackbench, Mode::HostKvm, 1, Some(6.0), None),
+            m(
+                Overcommit::X3,
+                Workload::Hackbench,
+                Mode::Native,
+                1,
+                Some(30.0),
+                None,
+            ),
+            m(
+                Overcommit::X3,
+                Workload::Hackbench,
+                Mode::HostKvm,
+                1,
+                Some(6.0),
+                None,
+            ),
         ];
         let cells: Vec<Cell> = ms.iter().map(|x| x.key).collect();
         let s = summarize(&ms, &cells, 1);
-        let r = s.ratio(Overcommit::X3, Workload::Hackbench, Mode::HostKvm, Mode::Native).unwrap();
+        let r = s
+            .ratio(
+                Overcommit::X3,
+                Workload::Hackbench,
+                Mode::HostKvm,
+                Mode::Native,
+            )
+            .unwrap();
         assert_eq!(r.agg.unwrap().median, 5.0);
     }
 
@@ -484,26 +626,50 @@ pub(crate) mod tests {
         assert!((x.margin.unwrap() - (0.95 / 0.97 - 1.0)).abs() < 1e-9);
         let x = g("3x contended: pvlock-hostkvm / native");
         assert_eq!(x.status, GoalStatus::NotMeasured);
-        assert!(x.note.contains("not in this run's matrix"));
+        assert_eq!(x.note, "not in this run's matrix (quick mode or --only)");
         let x = g("1x uncontended: pvlock-kickcpu / native");
         assert_eq!(x.status, GoalStatus::NotMeasured);
         let x = g("2x contended fairness: Max/Min of pvlock-kickcpu / Max/Min of upstream-pv");
         assert_eq!(x.status, GoalStatus::Pass);
-        assert_eq!(x.note, "Max/Min 1.20 vs 1.50");
+        assert_eq!(x.note, "median Max/Min over all repetitions 1.20 vs 1.50");
         let x = g("2x contended fairness: Max/Min of pvlock-hostkvm / Max/Min of upstream-pv");
         assert_eq!(x.status, GoalStatus::Miss);
-        assert_eq!(threshold(Overcommit::X3, Workload::Contended, Mode::Native), Some(10.0));
-        assert_eq!(threshold(Overcommit::X1, Workload::Contended, Mode::Native), None);
+        assert_eq!(
+            threshold(Overcommit::X3, Workload::Contended, Mode::Native),
+            Some(10.0)
+        );
+        assert_eq!(
+            threshold(Overcommit::X1, Workload::Contended, Mode::Native),
+            None
+        );
     }
 
     #[test]
     fn goal_without_data_says_why() {
         let (mut ms, cells) = sample();
         ms.retain(|x| x.key.mode != Mode::Native || x.key.overcommit != Overcommit::X2);
-        ms.push(m(Overcommit::X2, Workload::Contended, Mode::Native, 1, None, None));
-        ms.push(m(Overcommit::X2, Workload::Contended, Mode::Native, 2, None, None));
+        ms.push(m(
+            Overcommit::X2,
+            Workload::Contended,
+            Mode::Native,
+            1,
+            None,
+            None,
+        ));
+        ms.push(m(
+            Overcommit::X2,
+            Workload::Contended,
+            Mode::Native,
+            2,
+            None,
+            None,
+        ));
         let s = summarize(&ms, &cells, 2);
-        let x = s.goals.iter().find(|g| g.name == "2x contended: pvlock-kickcpu / native").unwrap();
+        let x = s
+            .goals
+            .iter()
+            .find(|g| g.name == "2x contended: pvlock-kickcpu / native")
+            .unwrap();
         assert_eq!(x.status, GoalStatus::NotMeasured);
         assert_eq!(x.note, "native: timeout, timeout");
     }

@@ -120,15 +120,29 @@ fn print_summary(r: &run::Report) {
     for (name, n) in nodes {
         println!("--- {name} ---");
         if let Some(k) = n.get("kernel").and_then(|v| v.as_str()) {
-            println!("kernel {k}, {} CPUs", n.get("nproc").unwrap_or(&serde_json::Value::Null));
+            println!(
+                "kernel {k}, {} CPUs",
+                n.get("nproc").unwrap_or(&serde_json::Value::Null)
+            );
         }
-        for d in n.get("dmesg").and_then(|v| v.as_array()).into_iter().flatten() {
+        for d in n
+            .get("dmesg")
+            .and_then(|v| v.as_array())
+            .into_iter()
+            .flatten()
+        {
             let d = d.as_str().unwrap_or("");
-            if d.contains("guest_pvlock:") || d.contains("host_kvm:") || d.contains("PV spinlocks") {
+            if d.contains("guest_pvlock:") || d.contains("host_kvm:") || d.contains("PV spinlocks")
+            {
                 println!("  {d}");
             }
         }
-        for lt in n.get("locktorture").and_then(|v| v.as_array()).into_iter().flatten() {
+        for lt in n
+            .get("locktorture")
+            .and_then(|v| v.as_array())
+            .into_iter()
+            .flatten()
+        {
             println!(
                 "  locktorture {} with {} writers: {} acquisitions in {:.0} s ({:.0}/s), Max/Min {}/{}, Fail {}, {}",
                 lt["kind"].as_str().unwrap_or("?"),
@@ -147,7 +161,12 @@ fn print_summary(r: &run::Report) {
                 println!("  hypercalls seen by KVM ({step}): {counts}");
             }
         }
-        for l in n.get("out").and_then(|v| v.as_array()).into_iter().flatten() {
+        for l in n
+            .get("out")
+            .and_then(|v| v.as_array())
+            .into_iter()
+            .flatten()
+        {
             println!("  | {}", l.as_str().unwrap_or(""));
         }
     }
