@@ -26,7 +26,7 @@ pub(crate) static EARLY_HALT: U32Param = U32Param::new(
     algo::EARLY_PREEMPTED,
 );
 kernel::pvlock_module_param!(early_halt: U32Param = EARLY_HALT, 0o644,
-    "Halt before the spin threshold: 0 never, 1 when the waiter ahead halted (default), 2 also when the awaited vCPU is preempted");
+    "Halt before the spin threshold: 0 never, 1 when the waiter ahead halted, 2 also when the awaited vCPU is preempted (default)");
 
 pub(crate) static YIELD: BoolParam = BoolParam::new(true);
 kernel::pvlock_module_param!(yield_to_holder: BoolParam = YIELD, 0o644,

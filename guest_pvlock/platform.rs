@@ -6,66 +6,60 @@
 use crate::algo::{Kick, LockWord, Platform};
 use crate::params;
 use kernel::pvlock::{guest, lockops::QSpinLock};
-use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed};
+use kernel::sync::atomic::{Atomic, Relaxed};
 
 impl LockWord for QSpinLock {
-    #[inline]
+    #[inline(always)]
     fn val(&self) -> u32 {
-        self.word().load(Relaxed)
+        QSpinLock::val(self)
     }
 
-    #[inline]
+    #[inline(always)]
     fn cmpxchg_val(&self, old: u32, new: u32) -> Result<u32, u32> {
-        self.word().cmpxchg(old, new, Acquire)
+        QSpinLock::cmpxchg_val(self, old, new)
     }
 
-    #[inline]
+    #[inline(always)]
     fn cmpxchg_locked(&self, old: u8, new: u8) -> Result<u8, u8> {
-        self.locked_byte()
-            .cmpxchg(old as i8, new as i8, Acquire)
-            .map(|v| v as u8)
-            .map_err(|v| v as u8)
+        QSpinLock::cmpxchg_locked(self, old, new)
     }
 
-    #[inline]
+    #[inline(always)]
     fn xchg_locked(&self, new: u8) -> u8 {
-        self.locked_byte().xchg(new as i8, Full) as u8
+        QSpinLock::xchg_locked(self, new)
     }
 
-    #[inline]
+    #[inline(always)]
     fn locked(&self) -> u8 {
-        self.locked_byte().load(Relaxed) as u8
+        QSpinLock::locked(self)
     }
 
-    #[inline]
+    #[inline(always)]
     fn set_locked(&self, v: u8) {
-        self.locked_byte().store(v as i8, Relaxed)
+        QSpinLock::set_locked(self, v)
     }
 
-    #[inline]
+    #[inline(always)]
     fn release_locked(&self, v: u8) {
-        self.locked_byte()
-            .store(v as i8, kernel::sync::atomic::Release)
+        QSpinLock::release_locked(self, v)
     }
 
-    #[inline]
+    #[inline(always)]
     fn set_pending(&self, v: u8) {
-        self.pending_byte().store(v as i8, Relaxed)
+        QSpinLock::set_pending(self, v)
     }
 
-    #[inline]
+    #[inline(always)]
     fn cmpxchg_locked_pending(&self, old: u16, new: u16) -> bool {
-        self.locked_pending_half()
-            .cmpxchg(old as i16, new as i16, Acquire)
-            .is_ok()
+        QSpinLock::cmpxchg_locked_pending(self, old, new)
     }
 
-    #[inline]
+    #[inline(always)]
     fn xchg_tail(&self, tail: u32) -> u32 {
-        u32::from(self.tail_half().xchg((tail >> 16) as u16 as i16, Full) as u16) << 16
+        QSpinLock::xchg_tail(self, tail)
     }
 
-    #[inline]
+    #[inline(always)]
     fn addr(&self) -> usize {
         QSpinLock::addr(self)
     }
@@ -119,7 +113,8 @@ impl Platform for Guest {
 
     #[inline]
     fn relax(&self) {
-        kernel::processor::cpu_relax()
+        // `pause`, as cpu_relax() is, without a call to a C helper.
+        core::hint::spin_loop()
     }
 
     #[inline]

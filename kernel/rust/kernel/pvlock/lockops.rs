@@ -79,46 +79,167 @@ impl QSpinLock {
         unsafe { &*ptr.cast() }
     }
 
-    /// The whole lock word.
+    /// The whole lock word, as a kernel atomic.
     #[inline]
     pub fn word(&self) -> &Atomic<u32> {
         // SAFETY: By the type invariant the lock is live; `val` is an aligned
         // 32-bit word at offset 0 that is only accessed atomically.
-        unsafe { Atomic::from_ptr(self.0.get().cast::<u32>()) }
+        unsafe { Atomic::from_ptr(self.ptr().cast::<u32>()) }
     }
 
-    /// The locked byte (byte 0).
-    #[inline]
-    pub fn locked_byte(&self) -> &Atomic<i8> {
-        // SAFETY: As in `word()`; byte 0 of the word is the locked byte.
-        unsafe { Atomic::from_ptr(self.0.get().cast::<i8>()) }
+    // The operations below are what the slowpaths spin on. They are written
+    // as the instructions the kernel's x86 atomics are (see
+    // `arch/x86/include/asm/cmpxchg.h`): a `READ_ONCE()`/`WRITE_ONCE()` is a
+    // volatile access, a locked instruction is a full barrier, and every
+    // `asm!` without `nomem` is a compiler barrier as `asm volatile(... :
+    // "memory")` is. Going through `Atomic<T>` instead costs a chain of
+    // out-of-line calls per access while `CONFIG_RUST_INLINE_HELPERS` is off.
+
+    /// The lock word's address.
+    #[inline(always)]
+    fn ptr(&self) -> *mut u8 {
+        // `QSpinLock` is transparent over `Opaque<qspinlock>`, itself over
+        // the `qspinlock`: the same address, writable through `&self`.
+        core::ptr::from_ref(self).cast_mut().cast()
     }
 
-    /// The pending byte (byte 1).
-    #[inline]
-    pub fn pending_byte(&self) -> &Atomic<i8> {
-        // SAFETY: As in `word()`; byte 1 of the word is the pending byte.
-        unsafe { Atomic::from_ptr(self.0.get().cast::<i8>().add(1)) }
+    /// `READ_ONCE(lock->val)`.
+    #[inline(always)]
+    pub fn val(&self) -> u32 {
+        // SAFETY: By the type invariant the lock is live; `val` is an aligned
+        // 32-bit word at offset 0.
+        unsafe { core::ptr::read_volatile(self.ptr().cast::<u32>()) }
     }
 
-    /// The locked and pending bytes (bytes 0-1).
-    #[inline]
-    pub fn locked_pending_half(&self) -> &Atomic<i16> {
-        // SAFETY: As in `word()`; bytes 0-1 are `locked_pending`, 2-aligned.
-        unsafe { Atomic::from_ptr(self.0.get().cast::<i16>()) }
+    /// `READ_ONCE(lock->locked)`.
+    #[inline(always)]
+    pub fn locked(&self) -> u8 {
+        // SAFETY: As in `val()`; byte 0 is the locked byte.
+        unsafe { core::ptr::read_volatile(self.ptr()) }
     }
 
-    /// The tail (bytes 2-3).
-    #[inline]
-    pub fn tail_half(&self) -> &Atomic<i16> {
-        // SAFETY: As in `word()`; bytes 2-3 are `tail`, 2-aligned, in bounds.
-        unsafe { Atomic::from_ptr(self.0.get().cast::<i16>().add(1)) }
+    /// `WRITE_ONCE(lock->locked, v)`.
+    #[inline(always)]
+    pub fn set_locked(&self, v: u8) {
+        // SAFETY: As in `val()`; byte 0 is the locked byte.
+        unsafe { core::ptr::write_volatile(self.ptr(), v) }
+    }
+
+    /// `smp_store_release(&lock->locked, v)`: on x86 a compiler barrier and
+    /// a store.
+    #[inline(always)]
+    pub fn release_locked(&self, v: u8) {
+        // SAFETY: An empty `asm!` only orders the compiler's memory accesses
+        // (x86 stores are not reordered with earlier accesses by the CPU).
+        unsafe { core::arch::asm!("", options(nostack, preserves_flags)) };
+        self.set_locked(v);
+    }
+
+    /// `WRITE_ONCE(lock->pending, v)`.
+    #[inline(always)]
+    pub fn set_pending(&self, v: u8) {
+        // SAFETY: As in `val()`; byte 1 is the pending byte.
+        unsafe { core::ptr::write_volatile(self.ptr().add(1), v) }
+    }
+
+    /// `cmpxchg_acquire(&lock->val, old, new)`: the value found, `Ok` if
+    /// it was `old` and is now `new`.
+    #[inline(always)]
+    pub fn cmpxchg_val(&self, old: u32, new: u32) -> Result<u32, u32> {
+        let mut found = old;
+        // SAFETY: As in `val()`. `lock cmpxchg` compares eax with the word
+        // and stores `new` if equal; eax gets the value found.
+        unsafe {
+            core::arch::asm!(
+                "lock cmpxchg dword ptr [{p}], {n:e}",
+                p = in(reg) self.ptr(),
+                n = in(reg) new,
+                inout("eax") found,
+                options(nostack),
+            )
+        };
+        if found == old {
+            Ok(found)
+        } else {
+            Err(found)
+        }
+    }
+
+    /// `cmpxchg_acquire(&lock->locked, old, new)`.
+    #[inline(always)]
+    pub fn cmpxchg_locked(&self, old: u8, new: u8) -> Result<u8, u8> {
+        let mut found = old;
+        // SAFETY: As in `cmpxchg_val()`, on byte 0.
+        unsafe {
+            core::arch::asm!(
+                "lock cmpxchg byte ptr [{p}], {n}",
+                p = in(reg) self.ptr(),
+                n = in(reg_byte) new,
+                inout("al") found,
+                options(nostack),
+            )
+        };
+        if found == old {
+            Ok(found)
+        } else {
+            Err(found)
+        }
+    }
+
+    /// `cmpxchg_acquire(&lock->locked_pending, old, new) == old`.
+    #[inline(always)]
+    pub fn cmpxchg_locked_pending(&self, old: u16, new: u16) -> bool {
+        let mut found = old;
+        // SAFETY: As in `cmpxchg_val()`, on the 2-aligned bytes 0-1.
+        unsafe {
+            core::arch::asm!(
+                "lock cmpxchg word ptr [{p}], {n:x}",
+                p = in(reg) self.ptr(),
+                n = in(reg) new,
+                inout("ax") found,
+                options(nostack),
+            )
+        };
+        found == old
+    }
+
+    /// `xchg(&lock->locked, v)`, fully ordered: the old locked byte.
+    #[inline(always)]
+    pub fn xchg_locked(&self, v: u8) -> u8 {
+        let mut v = v;
+        // SAFETY: As in `val()`; `xchg` with memory is locked implicitly.
+        unsafe {
+            core::arch::asm!(
+                "xchg byte ptr [{p}], {v}",
+                p = in(reg) self.ptr(),
+                v = inout(reg_byte) v,
+                options(nostack, preserves_flags),
+            )
+        };
+        v
+    }
+
+    /// `xchg_tail()`: exchanges the tail half-word (bytes 2-3), fully
+    /// ordered; returns the old tail in the word's position.
+    #[inline(always)]
+    pub fn xchg_tail(&self, tail: u32) -> u32 {
+        let mut v = (tail >> Q_TAIL_OFFSET) as u16;
+        // SAFETY: As in `val()`; bytes 2-3 are the 2-aligned tail.
+        unsafe {
+            core::arch::asm!(
+                "xchg word ptr [{p}], {v:x}",
+                p = in(reg) self.ptr().add(2),
+                v = inout(reg) v,
+                options(nostack, preserves_flags),
+            )
+        };
+        u32::from(v) << Q_TAIL_OFFSET
     }
 
     /// The lock's address, as a key for tables; never dereferenced.
     #[inline]
     pub fn addr(&self) -> usize {
-        self.0.get() as usize
+        self.ptr() as usize
     }
 }
 

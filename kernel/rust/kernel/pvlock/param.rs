@@ -18,13 +18,17 @@ use crate::{
     bindings,
     prelude::*,
     str::{parse_int::ParseInt, BStr, RawFormatter},
-    sync::atomic::{Atomic, Relaxed},
 };
+// The values are Rust's alone (C reaches them only through the `get` and
+// `set` callbacks below) and are read on lock slowpaths: `core`'s atomics
+// compile to a plain `mov`, the kernel's `Atomic<T>` to out-of-line calls
+// while `CONFIG_RUST_INLINE_HELPERS` is off.
 use core::fmt::Write;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 
 /// A `u32` parameter with an inclusive range.
 pub struct U32Param {
-    value: Atomic<u32>,
+    value: AtomicU32,
     min: u32,
     max: u32,
 }
@@ -33,14 +37,14 @@ impl U32Param {
     /// A parameter with value `default` that accepts `min..=max`.
     pub const fn new(default: u32, min: u32, max: u32) -> Self {
         Self {
-            value: Atomic::new(default),
+            value: AtomicU32::new(default),
             min,
             max,
         }
     }
 
     /// The current value.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self) -> u32 {
         self.value.load(Relaxed)
     }
@@ -62,19 +66,19 @@ impl U32Param {
 
 /// A boolean parameter (accepts what `kstrtobool()` accepts).
 pub struct BoolParam {
-    value: Atomic<bool>,
+    value: AtomicBool,
 }
 
 impl BoolParam {
     /// A parameter with value `default`.
     pub const fn new(default: bool) -> Self {
         Self {
-            value: Atomic::new(default),
+            value: AtomicBool::new(default),
         }
     }
 
     /// The current value.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self) -> bool {
         self.value.load(Relaxed)
     }
