@@ -359,13 +359,13 @@ fn node_id(cpu: usize, idx: usize) -> u32 {
 
 #[inline]
 fn encode_tail(cpu: usize, idx: usize) -> u32 {
-    ((cpu as u32 + 1) << Q_TAIL_CPU_OFFSET) | ((idx as u32) << Q_TAIL_IDX_OFFSET)
+    ((cpu as u32).wrapping_add(1) << Q_TAIL_CPU_OFFSET) | ((idx as u32) << Q_TAIL_IDX_OFFSET)
 }
 
 #[inline]
 fn decode_tail(tail: u32) -> (usize, usize) {
     (
-        ((tail >> Q_TAIL_CPU_OFFSET) - 1) as usize,
+        ((tail >> Q_TAIL_CPU_OFFSET).wrapping_sub(1)) as usize,
         ((tail >> Q_TAIL_IDX_OFFSET) & 3) as usize,
     )
 }
@@ -384,23 +384,42 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
         }
     }
 
+    // Indices below are reduced modulo the table sizes. CPU numbers and node
+    // ids are in range by construction (the tables are sized for `NR_CPUS`),
+    // but some come from the lock word or a node's `next`, and the reduction
+    // (a mask: `NCPU` is a power of two in the kernel) makes it evident to
+    // the compiler that no index check, and so no panic, is needed.
+
+    /// The node with id `id`.
     #[inline]
     fn node(&self, id: u32) -> &Node {
-        let id = id as usize;
+        let id = id as usize % (NCPU * MAX_NODES);
         &self.nodes[id / MAX_NODES][id % MAX_NODES]
+    }
+
+    /// The nodes of `cpu`.
+    #[inline]
+    fn cpu_nodes(&self, cpu: usize) -> &[Node; MAX_NODES] {
+        &self.nodes[cpu % NCPU]
+    }
+
+    /// The statistics of `cpu`.
+    #[inline]
+    fn cpu_stats(&self, cpu: usize) -> &CpuStats {
+        &self.stats[cpu % NCPU]
     }
 
     #[inline]
     fn count<P: Platform>(&self, p: &P, cpu: usize, c: Counter, v: u64) {
         if p.stats_enabled() {
-            self.stats[cpu].counters[c as usize].fetch_add(v, Ordering::Relaxed);
+            self.cpu_stats(cpu).counters[c as usize].fetch_add(v, Ordering::Relaxed);
         }
     }
 
     #[inline]
     fn record<P: Platform>(&self, p: &P, cpu: usize, h: Histogram, v: u64) {
         if p.stats_enabled() {
-            self.stats[cpu].hist[h as usize][bucket(v)].fetch_add(1, Ordering::Relaxed);
+            self.cpu_stats(cpu).hist[h as usize][bucket(v)].fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -425,7 +444,11 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
     pub(crate) fn histogram_bucket(&self, h: Histogram, k: usize) -> u32 {
         self.stats
             .iter()
-            .map(|s| s.hist[h as usize][k].load(Ordering::Relaxed))
+            .map(|s| {
+                s.hist[h as usize]
+                    .get(k)
+                    .map_or(0, |b| b.load(Ordering::Relaxed))
+            })
             .fold(0u32, u32::wrapping_add)
     }
 
@@ -454,7 +477,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
     /// Notes `cpu` as the owner of lock `addr`.
     #[inline]
     fn set_owner(&self, addr: usize, cpu: usize) {
-        self.owners[self.hash_start(addr)].store(cpu as u32 + 1, Ordering::Relaxed);
+        self.owners[self.hash_start(addr)].store((cpu as u32).wrapping_add(1), Ordering::Relaxed);
     }
 
     /// The likely owner of lock `addr`, if known.
@@ -469,8 +492,11 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
     /// Records that node `id` waits halted for lock `addr`.
     fn hash(&self, addr: usize, id: u32) -> usize {
         let start = self.hash_start(addr);
-        for i in 0..NHASH {
-            let slot = (start + i) & (NHASH - 1);
+        // NHASH >= every node there is, and a node is hashed at most once:
+        // the first pass finds a free entry.
+        let mut i = 0usize;
+        loop {
+            let slot = start.wrapping_add(i) & (NHASH - 1);
             let he = &self.hash[slot];
             if he
                 .lock
@@ -480,16 +506,15 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
                 he.node.store(id, Ordering::Relaxed);
                 return slot;
             }
+            i = i.wrapping_add(1);
         }
-        // NHASH >= every node there is: a free entry always exists.
-        unreachable!("pvlock hash table full")
     }
 
     /// Removes and returns the node hashed for lock `addr`.
     fn unhash(&self, addr: usize) -> Option<u32> {
         let start = self.hash_start(addr);
         for i in 0..NHASH {
-            let he = &self.hash[(start + i) & (NHASH - 1)];
+            let he = &self.hash[start.wrapping_add(i) & (NHASH - 1)];
             if he.lock.load(Ordering::Relaxed) == addr {
                 let id = he.node.load(Ordering::Relaxed);
                 he.lock.store(0, Ordering::Release);
@@ -526,9 +551,10 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             return;
         }
         let t0 = self.clock(p);
-        let base = &self.nodes[cpu][0];
+        let base = &self.cpu_nodes(cpu)[0];
         let idx = base.count.load(Ordering::Relaxed) as usize;
-        base.count.store(idx as u32 + 1, Ordering::Relaxed);
+        base.count
+            .store((idx as u32).wrapping_add(1), Ordering::Relaxed);
         // The count is ours until we return: an interrupt that nests a
         // slowpath on this CPU restores it before we run again.
         fence(Ordering::Acquire);
@@ -546,7 +572,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             return;
         }
 
-        let node = &self.nodes[cpu][idx];
+        let node = &self.cpu_nodes(cpu)[idx];
         node.locked.store(0, Ordering::Relaxed);
         node.next.store(0, Ordering::Relaxed);
         node.state.store(RUNNING, Ordering::Relaxed);
@@ -559,8 +585,9 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
         let mut holder = None;
         if old & Q_TAIL_MASK != 0 {
             let (pcpu, pidx) = decode_tail(old);
-            let prev = &self.nodes[pcpu][pidx];
-            prev.next.store(node_id(cpu, idx) + 1, Ordering::Release);
+            let prev = &self.cpu_nodes(pcpu)[pidx];
+            prev.next
+                .store(node_id(cpu, idx).wrapping_add(1), Ordering::Release);
             self.wait_node(p, cpu, node, prev, pcpu);
             // The predecessor took the lock before handing the queue on:
             // it is the likely holder now.

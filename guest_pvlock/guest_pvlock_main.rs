@@ -251,7 +251,7 @@ impl kernel::Module for GuestPvlock {
                 let previous = unsafe { lockops::switch(our_ops()) };
                 pr_info!(
                     "installed in {} ms (was {}): kick {}, spin threshold {}\n",
-                    (guest::local_clock() - t0) / 1_000_000,
+                    guest::local_clock().wrapping_sub(t0) / 1_000_000,
                     before.name(),
                     method.name(),
                     params::effective_spin_threshold()
@@ -317,7 +317,7 @@ impl Drop for GuestPvlock {
             unsafe { lockops::switch(prev) };
             pr_info!(
                 "uninstalled in {} ms, lock ops: {} (slow acquisitions {}, kicks {})\n",
-                (guest::local_clock() - t0) / 1_000_000,
+                guest::local_clock().wrapping_sub(t0) / 1_000_000,
                 Kind::current().name(),
                 LOCK.counter(algo::Counter::TakenSlow),
                 LOCK.counter(algo::Counter::Kicks)

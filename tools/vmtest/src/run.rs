@@ -204,6 +204,26 @@ pub const STALL_SECS: u64 = 90;
 /// The console line of L1's heartbeat; never logged or parsed.
 const HEARTBEAT: &str = "@@HB";
 
+/// Page faults that recurse in the exception entry itself until the stack
+/// runs out (`stack guard page was hit`, `#DF` or task stack, with the
+/// faulting RIP in the entry code): the entry code is fixed, the TLB under
+/// it is nested TCG's. Seen in L1 and in L2s with and without pvlock, with
+/// no project code on the stack.
+fn entry_fault_recursion<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) -> bool {
+    lines
+        .clone()
+        .any(|l| l.contains("stack guard page was hit"))
+        && lines.any(|l| {
+            [
+                "RIP: 0010:exc_page_fault",
+                "RIP: 0010:irqentry_enter",
+                "RIP: 0010:error_entry",
+            ]
+            .iter()
+            .any(|r| l.contains(r))
+        })
+}
+
 /// A failure the platform causes (nested TCG), not the code under test.
 fn platform_failure(
     s: &Scenario,
@@ -218,14 +238,7 @@ fn platform_failure(
     }
     if let Some(l1) = p.nodes.get("l1").filter(|n| !n.done) {
         let lines = || l1.tail.iter().chain(&l1.problems);
-        // Page faults that recurse in the exception entry itself until the
-        // stack runs out: the entry code is fixed, the TLB under it is
-        // nested TCG's (seen only there, with no project code on the stack).
-        if lines().any(|l| l.contains("stack guard page was hit"))
-            && lines().any(|l| {
-                l.contains("RIP: 0010:exc_page_fault") || l.contains("RIP: 0010:irqentry_enter")
-            })
-        {
+        if entry_fault_recursion(lines()) {
             return Some(
                 "l1: page faults recursed in the exception entry (nested TCG)".to_string(),
             );
@@ -251,6 +264,11 @@ fn platform_failure(
         };
         if n.done {
             continue;
+        }
+        if entry_fault_recursion(n.tail.iter().chain(&n.problems)) {
+            return Some(format!(
+                "{name}: page faults recursed in the exception entry (nested TCG)"
+            ));
         }
         if n.problems
             .iter()
@@ -583,6 +601,21 @@ steps = [{ run = "info" }]
         assert!(platform_failure(&s, &p, false, None)
             .unwrap()
             .contains("exception entry"));
+        // L1 gone without a word: reset.
+        let mut q = Parsed::default();
+        q.line("@@PV L1.l1 boot uptime=1 nproc=2 kernel=7.3.4");
+        assert!(platform_failure(&s, &q, false, Some(0))
+            .unwrap()
+            .contains("reset"));
+        q.line("[  9.1] Kernel panic - not syncing: Fatal exception");
+        assert!(platform_failure(&s, &q, false, Some(0)).is_none());
+        // The same recursion in an L2, through the #DF stack.
+        let mut g = Parsed::default();
+        g.line("[g-1] [ 13.01] BUG: #DF stack guard page was hit at fffffe0000043ff8");
+        g.line("[g-1] [ 13.11] RIP: 0010:error_entry+0x1a/0xc0");
+        assert!(platform_failure(&s, &g, false, None)
+            .unwrap()
+            .contains("g-1: page faults recursed"));
     }
 
     #[test]
