@@ -153,7 +153,11 @@ impl Parsed {
             }
         }
         if let Some(pos) = text.find("@@PV ") {
-            self.marker(&origin, &text[pos + 5..]);
+            // Consoles interleave: a line may hold more than one marker (an
+            // L2's unfinished line, then L1's own marker after it).
+            for m in text[pos + 5..].split("@@PV ") {
+                self.marker(&origin, m.trim_end());
+            }
             // Kernel output may share the line before the marker.
             if pos > 0 && problem_re().is_match(&text[..pos]) {
                 self.node(&origin).problems.push(text[..pos].to_string());
@@ -382,6 +386,15 @@ mod tests {
         assert_eq!(g.info["lock_ops"], "pvlock");
         assert_eq!(g.problems.len(), 1);
         assert!(l1.problems.is_empty());
+    }
+
+    #[test]
+    fn parses_interleaved_markers() {
+        let mut p = Parsed::default();
+        p.line("[g-1] @@PV L2.g-1 step-begin lt3 locktorture @@PV L1.l1 l2-exit g-1 rc=0");
+        let g = &p.nodes["g-1"];
+        assert_eq!(g.exit_rc, Some(0));
+        assert_eq!(g.steps[0].call, "locktorture");
     }
 
     #[test]
