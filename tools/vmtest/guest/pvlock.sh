@@ -134,6 +134,7 @@ hostroot() {
 }
 
 HT=/sys/kernel/tracing/events/kvm/kvm_hypercall
+EX=/sys/kernel/tracing/events/kvm/kvm_exit
 hist_start() { echo 'hist:keys=nr:vals=hitcount:sort=nr' >"$HT/trigger"; }
 hist_stop() {
 	s=$(grep -E '^\{ nr:' "$HT/hist" | sed 's/[{}]//g; s/ nr: *\([0-9]*\) *hitcount: *\([0-9]*\)/\1:\2/' | tr '\n' ' ')
@@ -149,6 +150,9 @@ l2() {
 	to=$1; shift
 	hostroot || { mark error "cannot mount the host root over 9p"; return 1; }
 	hist_start
+	# A guest that resets (triple fault) leaves QEMU with status 0 and no
+	# message: trace KVM's shutdown exits (SVM exit code 0x7f) to name them.
+	echo 'exit_reason == 127' >"$EX/filter" 2>/dev/null && echo 1 >"$EX/enable"
 	for spec in "$@"; do
 		g=${spec%%:*}; r=${spec#*:}
 		n=${r%%:*}; r=${r#*:}
@@ -177,6 +181,9 @@ l2() {
 	done
 	wait
 	hist_stop "all"
+	grep -v '^#' /sys/kernel/tracing/trace 2>/dev/null | while IFS= read -r l; do mark l2-shutdown-exit "$l"; done
+	echo 0 >"$EX/enable" 2>/dev/null
+	echo >/sys/kernel/tracing/trace 2>/dev/null
 }
 
 # hcmark LABEL (L2): L1 reports the hypercalls since the previous mark (or

@@ -130,6 +130,15 @@ fn kv(s: &str) -> BTreeMap<String, String> {
 
 const TAIL: usize = 40;
 
+/// The kernel a console line comes from and its text: L2 lines come
+/// relayed by L1 as "[<name>] ...", everything else is L1's.
+pub fn split_origin(line: &str) -> (&str, &str) {
+    match line.strip_prefix('[').and_then(|r| r.split_once("] ")) {
+        Some((name, rest)) if name.contains('-') && !name.contains(' ') => (name, rest),
+        _ => ("l1", line),
+    }
+}
+
 impl Parsed {
     fn node(&mut self, name: &str) -> &mut Node {
         self.nodes.entry(name.to_string()).or_default()
@@ -138,13 +147,8 @@ impl Parsed {
     /// Feeds one console line.
     pub fn line(&mut self, raw: &str) {
         let line = raw.trim_end_matches(['\r', '\n']);
-        // L2 lines come relayed as "[<name>] ...".
-        let (origin, text) = match line.strip_prefix('[').and_then(|r| r.split_once("] ")) {
-            Some((name, rest)) if name.contains('-') && !name.contains(' ') => {
-                (name.to_string(), rest)
-            }
-            _ => ("l1".to_string(), line),
-        };
+        let (origin, text) = split_origin(line);
+        let origin = origin.to_string();
         {
             let n = self.node(&origin);
             n.tail.push(text.to_string());

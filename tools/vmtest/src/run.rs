@@ -5,12 +5,13 @@
 
 use crate::initramfs;
 use crate::judge::judge;
-use crate::result::Parsed;
+use crate::result::{split_origin, Parsed};
 use crate::scenario::Scenario;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -197,11 +198,12 @@ fn activity(p: &Parsed) -> String {
     }
 }
 
-/// Seconds of complete console silence, once L1's heartbeat runs, after
-/// which L1 counts as stalled. The heartbeat comes every 5 s (`guest/init`).
+/// Seconds without a line from a kernel whose heartbeat runs after which it
+/// counts as stalled. The heartbeat comes every 5 s (`guest/init`).
 pub const STALL_SECS: u64 = 90;
 
-/// The console line of L1's heartbeat; never logged or parsed.
+/// A kernel's heartbeat line (L2s' relayed by L1 with their prefix); never
+/// logged or parsed.
 const HEARTBEAT: &str = "@@HB";
 
 /// Page faults that recurse in the exception entry itself until the stack
@@ -228,13 +230,25 @@ fn entry_fault_recursion<'a>(mut lines: impl Iterator<Item = &'a String> + Clone
 fn platform_failure(
     s: &Scenario,
     p: &Parsed,
-    stalled: bool,
+    stalled: Option<&str>,
     l1_exit: Option<i32>,
 ) -> Option<String> {
-    if stalled {
-        return Some(format!(
-            "l1: silent for {STALL_SECS} s, its heartbeat stopped (nested TCG stall)"
-        ));
+    match stalled {
+        Some("l1") => {
+            return Some(format!(
+                "l1: silent for {STALL_SECS} s, its heartbeat stopped (nested TCG stall)"
+            ))
+        }
+        // An L2 whose heartbeat stopped while L1 ran on, and that said
+        // nothing first: a deadlock of the guest would have had its RCU
+        // stall or lockup detectors speak (they run off the timer tick), so
+        // the guest's timer stopped.
+        Some(name) if p.nodes.get(name).is_some_and(|n| n.problems.is_empty()) => {
+            return Some(format!(
+                "{name}: silent for {STALL_SECS} s with no kernel message, its heartbeat stopped (nested TCG timer stall)"
+            ))
+        }
+        _ => {}
     }
     if let Some(l1) = p.nodes.get("l1").filter(|n| !n.done) {
         let lines = || l1.tail.iter().chain(&l1.problems);
@@ -302,8 +316,8 @@ fn platform_failure(
 struct AttemptRun {
     parsed: Parsed,
     timed_out: bool,
-    /// L1 went silent (no heartbeat) and the run was stopped.
-    stalled: bool,
+    /// The kernel that went silent (no heartbeat); the run was stopped.
+    stalled: Option<String>,
     wall: f64,
     log: PathBuf,
     qemu_status: Option<i32>,
@@ -376,9 +390,11 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
     let deadline = start + Duration::from_secs(s.timeout);
     let mut parsed = Parsed::default();
     let mut timed_out = false;
-    let mut stalled = false;
-    // Armed by the first heartbeat: L1's boot is not watched.
-    let mut heard: Option<Instant> = None;
+    let mut stalled: Option<String> = None;
+    // Per kernel ("l1" or an L2's name), armed by its first heartbeat (a
+    // boot is not watched) and refreshed by any line of it; an L2 is
+    // watched until its plan is done.
+    let mut heard: BTreeMap<String, Instant> = BTreeMap::new();
     let mut last_activity = String::new();
     loop {
         if INTERRUPTED.load(Ordering::Relaxed) {
@@ -393,20 +409,38 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
             kill_group(&mut child);
             break;
         }
-        if heard.is_some_and(|t| t.elapsed() > Duration::from_secs(STALL_SECS)) {
-            stalled = true;
+        let silent = heard.iter().find(|(name, t)| {
+            t.elapsed() > Duration::from_secs(STALL_SECS)
+                && !parsed
+                    .nodes
+                    .get(*name)
+                    .is_some_and(|n| n.done || n.exit_rc.is_some())
+        });
+        if let Some((name, _)) = silent {
             writeln!(
                 log,
-                "# vmtest: no console output for {STALL_SECS} s: L1 stalled, stopped"
+                "# vmtest: nothing from {name} for {STALL_SECS} s (heartbeat stopped): stalled, stopped"
             )?;
+            stalled = Some(name.clone());
             kill_group(&mut child);
             break;
         }
         match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(Line::Out(l)) if l.trim_end() == HEARTBEAT => heard = Some(Instant::now()),
             Ok(Line::Out(l)) => {
-                if heard.is_some() {
-                    heard = Some(Instant::now());
+                let (origin, text) = split_origin(&l);
+                let now = Instant::now();
+                if text.trim_end() == HEARTBEAT {
+                    heard.insert(origin.to_string(), now);
+                    if origin != "l1" {
+                        // Relayed by L1, so L1 runs too.
+                        heard.insert("l1".to_string(), now);
+                    }
+                    continue;
+                }
+                for who in [origin, "l1"] {
+                    if let Some(t) = heard.get_mut(who) {
+                        *t = now;
+                    }
                 }
                 writeln!(log, "{l}")?;
                 if cfg.console {
@@ -479,16 +513,16 @@ pub fn run(cfg: &Config, s: &Scenario) -> Result<Report> {
             "nodes": serde_json::to_value(&r.parsed.nodes)?,
         });
         let mut reasons = judge(s, &r.parsed, &result, r.timed_out);
-        if r.stalled {
+        if let Some(name) = &r.stalled {
             reasons.insert(
                 0,
-                format!("l1: no console output for {STALL_SECS} s (stalled); stopped"),
+                format!("{name}: no heartbeat for {STALL_SECS} s (stalled); stopped"),
             );
         }
         let platform = if reasons.is_empty() {
             None
         } else {
-            platform_failure(s, &r.parsed, r.stalled, r.qemu_status)
+            platform_failure(s, &r.parsed, r.stalled.as_deref(), r.qemu_status)
         };
         attempts.push(Attempt {
             attempt,
@@ -565,12 +599,12 @@ steps = [{ run = "info" }]
         let mut p = Parsed::default();
         p.line("[g-1] @@PV L2.g-1 boot uptime=2 nproc=4 kernel=7.3.4");
         p.line("[g-1] @@PV L1.l1 l2-exit g-1 rc=0");
-        assert!(platform_failure(&s, &p, false, None)
+        assert!(platform_failure(&s, &p, None, None)
             .unwrap()
             .contains("exited cleanly"));
         // A panic is never the platform's.
         p.line("[g-1] [ 3.0] Kernel panic - not syncing: oops");
-        assert!(platform_failure(&s, &p, false, None).is_none());
+        assert!(platform_failure(&s, &p, None, None).is_none());
     }
 
     #[test]
@@ -579,7 +613,7 @@ steps = [{ run = "info" }]
         let mut p = Parsed::default();
         p.line("[g-1] [ 9.19] BUG: kernel NULL pointer dereference, address: 000000000000002c");
         p.line("[g-1] [ 9.19] RIP: 0000:0x0");
-        assert!(platform_failure(&s, &p, false, None)
+        assert!(platform_failure(&s, &p, None, None)
             .unwrap()
             .contains("zeroed"));
     }
@@ -589,33 +623,41 @@ steps = [{ run = "info" }]
         let s = scenario();
         let mut p = Parsed::default();
         p.line("@@PV L1.l1 boot uptime=1 nproc=2 kernel=7.3.4");
-        assert!(platform_failure(&s, &p, false, None).is_none());
-        assert!(platform_failure(&s, &p, true, None)
+        assert!(platform_failure(&s, &p, None, None).is_none());
+        assert!(platform_failure(&s, &p, Some("l1"), None)
             .unwrap()
             .contains("heartbeat"));
         p.line("[   29.24] BUG: TASK stack guard page was hit at ffa000000012fff8");
         // A stack overflow elsewhere is the code's.
         p.line("[   29.25] RIP: 0010:kvm_pvlock_kick+0x2c/0xc0");
-        assert!(platform_failure(&s, &p, false, None).is_none());
+        assert!(platform_failure(&s, &p, None, None).is_none());
         p.line("[   29.25] RIP: 0010:exc_page_fault+0x2c/0xc0");
-        assert!(platform_failure(&s, &p, false, None)
+        assert!(platform_failure(&s, &p, None, None)
             .unwrap()
             .contains("exception entry"));
         // L1 gone without a word: reset.
         let mut q = Parsed::default();
         q.line("@@PV L1.l1 boot uptime=1 nproc=2 kernel=7.3.4");
-        assert!(platform_failure(&s, &q, false, Some(0))
+        assert!(platform_failure(&s, &q, None, Some(0))
             .unwrap()
             .contains("reset"));
         q.line("[  9.1] Kernel panic - not syncing: Fatal exception");
-        assert!(platform_failure(&s, &q, false, Some(0)).is_none());
+        assert!(platform_failure(&s, &q, None, Some(0)).is_none());
         // The same recursion in an L2, through the #DF stack.
         let mut g = Parsed::default();
         g.line("[g-1] [ 13.01] BUG: #DF stack guard page was hit at fffffe0000043ff8");
         g.line("[g-1] [ 13.11] RIP: 0010:error_entry+0x1a/0xc0");
-        assert!(platform_failure(&s, &g, false, None)
+        assert!(platform_failure(&s, &g, None, None)
             .unwrap()
             .contains("g-1: page faults recursed"));
+        // A silent L2: its timer stopped, unless it reported a problem.
+        let mut h = Parsed::default();
+        h.line("[g-1] @@PV L2.g-1 boot uptime=1 nproc=4 kernel=7.3.4");
+        assert!(platform_failure(&s, &h, Some("g-1"), None)
+            .unwrap()
+            .contains("timer stall"));
+        h.line("[g-1] [ 30.1] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:");
+        assert!(platform_failure(&s, &h, Some("g-1"), None).is_none());
     }
 
     #[test]
