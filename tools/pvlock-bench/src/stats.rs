@@ -648,22 +648,16 @@ pub(crate) mod tests {
     fn goal_without_data_says_why() {
         let (mut ms, cells) = sample();
         ms.retain(|x| x.key.mode != Mode::Native || x.key.overcommit != Overcommit::X2);
-        ms.push(m(
-            Overcommit::X2,
-            Workload::Contended,
-            Mode::Native,
-            1,
-            None,
-            None,
-        ));
-        ms.push(m(
-            Overcommit::X2,
-            Workload::Contended,
-            Mode::Native,
-            2,
-            None,
-            None,
-        ));
+        for rep in 1..=2 {
+            ms.push(m(
+                Overcommit::X2,
+                Workload::Contended,
+                Mode::Native,
+                rep,
+                None,
+                None,
+            ));
+        }
         let s = summarize(&ms, &cells, 2);
         let x = s
             .goals

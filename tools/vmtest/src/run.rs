@@ -238,6 +238,31 @@ fn idle_jump_to_zero<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) ->
         && !lines.any(|l| project(&l))
 }
 
+/// The crashes of a kernel (L1 or an L2) that only nested TCG causes,
+/// judged from its last console lines and problem reports.
+fn crash_signature(name: &str, n: &crate::result::Node) -> Option<String> {
+    let lines = || n.tail.iter().chain(&n.problems);
+    if entry_fault_recursion(lines()) {
+        return Some(format!(
+            "{name}: page faults recursed in the exception entry (nested TCG)"
+        ));
+    }
+    if idle_jump_to_zero(lines()) {
+        return Some(format!(
+            "{name}: a jump to 0 out of the idle loop (nested TCG)"
+        ));
+    }
+    // A 64-bit kernel never runs with code segment 0: a register state
+    // zeroed under it (seen only under nested TCG, with no pvlock code
+    // involved).
+    if lines().any(|l| l.contains("RIP: 0000:0x0")) {
+        return Some(format!(
+            "{name}: a vCPU's register state was zeroed (CS=0, RIP=0; nested TCG)"
+        ));
+    }
+    None
+}
+
 /// A failure the platform causes (nested TCG), not the code under test.
 fn platform_failure(
     s: &Scenario,
@@ -263,19 +288,8 @@ fn platform_failure(
         _ => {}
     }
     if let Some(l1) = p.nodes.get("l1").filter(|n| !n.done) {
-        let lines = || l1.tail.iter().chain(&l1.problems);
-        if entry_fault_recursion(lines()) {
-            return Some(
-                "l1: page faults recursed in the exception entry (nested TCG)".to_string(),
-            );
-        }
-        if idle_jump_to_zero(lines()) {
-            return Some("l1: a jump to 0 out of the idle loop (nested TCG)".to_string());
-        }
-        if lines().any(|l| l.contains("RIP: 0000:0x0")) {
-            return Some(
-                "l1: a vCPU's register state was zeroed (CS=0, RIP=0; nested TCG)".to_string(),
-            );
+        if let Some(why) = crash_signature("l1", l1) {
+            return Some(why);
         }
         // QEMU ends with status 0 on a reset (-no-reboot): L1 reset itself
         // with no oops, panic or warning first, i.e. a triple fault that no
@@ -307,10 +321,8 @@ fn platform_failure(
                 "{name}: RCU stall before any project code was loaded (vCPU starvation, nested TCG)"
             ));
         }
-        if entry_fault_recursion(n.tail.iter().chain(&n.problems)) {
-            return Some(format!(
-                "{name}: page faults recursed in the exception entry (nested TCG)"
-            ));
+        if let Some(why) = crash_signature(&name, n) {
+            return Some(why);
         }
         if n.problems
             .iter()
@@ -318,23 +330,6 @@ fn platform_failure(
         {
             return Some(format!(
                 "{name}: the guest's timer stopped (nested TCG timer stall)"
-            ));
-        }
-        if idle_jump_to_zero(n.tail.iter().chain(&n.problems)) {
-            return Some(format!(
-                "{name}: a jump to 0 out of the idle loop (nested TCG)"
-            ));
-        }
-        // A 64-bit kernel never runs with code segment 0: a register state
-        // zeroed under it (seen only under nested TCG, with no pvlock code
-        // involved, during boot).
-        if n.tail
-            .iter()
-            .chain(&n.problems)
-            .any(|l| l.contains("RIP: 0000:0x0"))
-        {
-            return Some(format!(
-                "{name}: the vCPU's register state was zeroed (CS=0, RIP=0; nested TCG)"
             ));
         }
         if n.problems.is_empty() && n.exit_rc == Some(0) {
