@@ -117,7 +117,7 @@ fn problem_re() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     re(
         &R,
-        r"(BUG:|Oops|WARNING:|Kernel panic|rcu: INFO|soft lockup|hard LOCKUP|general protection fault|stack guard page|Call Trace:|cut here)",
+        r"(BUG:|Oops|WARNING:|Kernel panic|rcu: INFO|soft lockup|hard LOCKUP|general protection fault|stack guard page|Call Trace:|cut here|Code: )",
     )
 }
 

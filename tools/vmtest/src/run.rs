@@ -226,6 +226,30 @@ fn entry_fault_recursion<'a>(mut lines: impl Iterator<Item = &'a String> + Clone
         })
 }
 
+/// An `int3` trap at an address whose byte in memory is not `int3`
+/// (`0xcc`): the `Code:` dump of the oops shows the instruction bytes around
+/// RIP, and the byte before the marked one is the one that trapped. The
+/// kernel's text patching (static calls, static keys) writes `int3` first
+/// and the final byte last, then serialises every CPU with an IPI before it
+/// drops its `int3` handler's record; on an x86 CPU no CPU can execute the
+/// old `int3` after that. Nested TCG does: it runs a stale translation of
+/// the patched code. Seen with the kernel's own tracepoint patching in L2s
+/// without pvlock (tests/platform/textpoke-native.toml).
+fn stale_int3<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) -> bool {
+    let stale = |l: &&String| {
+        let Some((_, code)) = l.split_once("Code: ") else {
+            return false;
+        };
+        let bytes: Vec<&str> = code.split_whitespace().collect();
+        bytes
+            .iter()
+            .position(|b| b.starts_with('<'))
+            .and_then(|i| i.checked_sub(1))
+            .is_some_and(|i| bytes[i].len() == 2 && bytes[i] != "cc")
+    };
+    lines.clone().any(|l| l.contains("Oops: int3")) && lines.any(|l| stale(&l))
+}
+
 /// A jump to address 0 taken from the idle loop's halt (the interrupted
 /// context is `default_idle`/`do_idle`, nothing of the project's on the
 /// stack): seen in L1 and L2 at once under nested TCG.
@@ -250,6 +274,11 @@ fn crash_signature(name: &str, n: &crate::result::Node) -> Option<String> {
     if idle_jump_to_zero(lines()) {
         return Some(format!(
             "{name}: a jump to 0 out of the idle loop (nested TCG)"
+        ));
+    }
+    if stale_int3(lines()) {
+        return Some(format!(
+            "{name}: an int3 trapped where memory holds no int3 (stale code after text patching; nested TCG)"
         ));
     }
     // A 64-bit kernel never runs with code segment 0: a register state
@@ -642,6 +671,29 @@ steps = [{ run = "info" }]
         // A panic is never the platform's.
         p.line("[g-1] [ 3.0] Kernel panic - not syncing: oops");
         assert!(platform_failure(&s, &p, None, None).is_none());
+    }
+
+    #[test]
+    fn stale_int3_is_a_platform_failure() {
+        let s = scenario();
+        let mut p = Parsed::default();
+        p.line("[g-1] @@PV L2.g-1 boot uptime=2 nproc=4 kernel=7.3.4");
+        p.line("[g-1] [   60.64] Oops: int3: 0000 [#1] SMP");
+        p.line("[g-1] [   60.73] RIP: 0010:_raw_spin_unlock_irqrestore+0x5/0x30");
+        // The trap byte still in memory: a real breakpoint, the code's.
+        p.line("[g-1] [   60.75] Code: 00 f3 0f 1e fa cc <07> 04 00 00 0f ba e6 09");
+        assert!(platform_failure(&s, &p, None, None).is_none());
+        // Memory holds the patched call: the CPU ran a stale int3.
+        p.line("[g-1] [   60.75] Code: 00 f3 0f 1e fa e8 <07> 04 00 00 0f ba e6 09");
+        assert!(platform_failure(&s, &p, None, None)
+            .unwrap()
+            .contains("stale code"));
+        // Without an int3 oops, a Code: line alone says nothing.
+        let mut q = Parsed::default();
+        q.line("[g-1] @@PV L2.g-1 boot uptime=2 nproc=4 kernel=7.3.4");
+        q.line("[g-1] [   60.64] Oops: general protection fault: 0000 [#1] SMP");
+        q.line("[g-1] [   60.75] Code: 00 f3 0f 1e fa e8 <07> 04 00 00 0f ba e6 09");
+        assert!(platform_failure(&s, &q, None, None).is_none());
     }
 
     #[test]
