@@ -419,6 +419,7 @@ fn real_main() -> Result<i32> {
         out: runs_dir.clone(),
         qemu: cli.qemu.clone(),
         retries: None,
+        retry_deadline: None,
         console: false,
         extra: hackbench
             .as_ref()

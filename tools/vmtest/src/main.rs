@@ -58,6 +58,10 @@ enum Cmd {
         /// Retries after platform failures (default: each scenario's own).
         #[arg(long)]
         retries: Option<u32>,
+        /// No retry starts once this many minutes have passed since the
+        /// first scenario began (bounds `make test` on a bad day).
+        #[arg(long, default_value_t = 50)]
+        retry_budget: u64,
         /// Echo the whole console instead of a progress line.
         #[arg(long)]
         console: bool,
@@ -206,6 +210,7 @@ fn real_main() -> Result<()> {
             fast,
             all,
             retries,
+            retry_budget,
             console,
             summary,
             qemu,
@@ -249,6 +254,9 @@ fn real_main() -> Result<()> {
                 out: cli.out,
                 qemu,
                 retries,
+                retry_deadline: Some(
+                    std::time::Instant::now() + std::time::Duration::from_secs(retry_budget * 60),
+                ),
                 console,
                 extra,
             };

@@ -39,6 +39,8 @@ pub struct Config {
     pub qemu: String,
     /// Overrides the scenarios' retry counts.
     pub retries: Option<u32>,
+    /// No retry starts after this instant.
+    pub retry_deadline: Option<Instant>,
     /// Echo the console.
     pub console: bool,
     /// Further files for the initramfs.
@@ -602,7 +604,8 @@ pub fn run(cfg: &Config, s: &Scenario) -> Result<Report> {
         let wanted_shown = want
             .as_ref()
             .is_some_and(|re| reasons.iter().any(|r| re.is_match(r)));
-        if let (Some(why), true) = (&platform, attempt <= retries && !wanted_shown) {
+        let in_budget = cfg.retry_deadline.is_none_or(|d| Instant::now() < d);
+        if let (Some(why), true) = (&platform, attempt <= retries && !wanted_shown && in_budget) {
             eprintln!(
                 "RETRY {} (attempt {attempt} of {}): {why}; console in {}",
                 s.name,
@@ -610,6 +613,9 @@ pub fn run(cfg: &Config, s: &Scenario) -> Result<Report> {
                 r.log.display()
             );
             continue;
+        }
+        if platform.is_some() && attempt <= retries && !wanted_shown && !in_budget {
+            eprintln!("NO RETRY {}: the retry budget is spent", s.name);
         }
         let passed = match &want {
             None => reasons.is_empty(),

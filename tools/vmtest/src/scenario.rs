@@ -48,7 +48,7 @@ fn default_timeout() -> u64 {
 }
 
 fn default_retries() -> u32 {
-    4
+    6
 }
 
 /// The KVM host, under QEMU TCG.
