@@ -233,7 +233,7 @@ fn run_watched(cfg: &Config, s: &vmtest::scenario::Scenario, silence: u64) -> Re
             }
         })
     };
-    let r = run::run(cfg, s);
+    let r = run::run(cfg, s, Vec::new());
     done.store(true, Ordering::Relaxed);
     let _ = watch.join();
     r
@@ -420,6 +420,7 @@ fn real_main() -> Result<i32> {
         qemu: cli.qemu.clone(),
         retries: None,
         retry_deadline: None,
+        attempts_per_round: None,
         console: false,
         extra: hackbench
             .as_ref()

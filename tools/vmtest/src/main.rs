@@ -9,7 +9,8 @@
 //! leaves `<out>/<scenario>.json` and the console logs. A run that failed
 //! the way nested TCG sometimes fails (a guest that vanishes without a
 //! kernel message, a stalled guest timer) is retried, visibly, as many
-//! times as the scenario allows.
+//! times as the scenario allows; after three in a row it is deferred to a
+//! later round, after the other scenarios, as such failures come in spells.
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -62,6 +63,11 @@ enum Cmd {
         /// first scenario began (bounds `make test` on a bad day).
         #[arg(long, default_value_t = 50)]
         retry_budget: u64,
+        /// Attempts in a row before a scenario that keeps failing for
+        /// platform reasons is deferred to a later round, after the other
+        /// scenarios (its remaining retries are kept).
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+        attempts_per_round: u32,
         /// Echo the whole console instead of a progress line.
         #[arg(long)]
         console: bool,
@@ -114,6 +120,42 @@ fn find(repo: &Path, name: &str) -> Result<Scenario> {
         );
     }
     Scenario::load(&p)
+}
+
+/// Prints a scenario's final verdict (and, with `summary`, what its
+/// kernels reported).
+fn report_one(s: &Scenario, r: &run::Report, summary: bool) {
+    if r.passed {
+        let note = if s.expect_failure.is_some() {
+            format!(" (failed as expected: {})", r.reasons.join("; "))
+        } else {
+            String::new()
+        };
+        eprintln!("PASS {} in {:.0} s{note}", s.name, r.wall_secs);
+    } else {
+        eprintln!("FAIL {} in {:.0} s:", s.name, r.wall_secs);
+        if r.reasons.is_empty() {
+            eprintln!(
+                "  - expected a failure matching /{}/, the run passed",
+                s.expect_failure.as_deref().unwrap_or("")
+            );
+        }
+        for why in &r.reasons {
+            eprintln!("  - {why}");
+        }
+        for (node, tail) in &r.tails {
+            eprintln!("  last console lines of {node}:");
+            for l in tail.iter().rev().take(15).rev() {
+                eprintln!("    | {l}");
+            }
+        }
+        if let Some(a) = r.attempts.last() {
+            eprintln!("  console: {}", a.console_log.display());
+        }
+    }
+    if summary {
+        print_summary(r);
+    }
 }
 
 /// What each kernel of a run reported, for people.
@@ -211,6 +253,7 @@ fn real_main() -> Result<()> {
             all,
             retries,
             retry_budget,
+            attempts_per_round,
             console,
             summary,
             qemu,
@@ -257,50 +300,46 @@ fn real_main() -> Result<()> {
                 retry_deadline: Some(
                     std::time::Instant::now() + std::time::Duration::from_secs(retry_budget * 60),
                 ),
+                attempts_per_round: Some(attempts_per_round),
                 console,
                 extra,
             };
             std::fs::create_dir_all(&cfg.out)?;
             ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed))
                 .context("cannot install the Ctrl-C handler")?;
+            // Round one runs every scenario; a scenario still failing for
+            // platform reasons after its attempts in a row is deferred to
+            // the next round, after the others, until it passes, fails for
+            // a reason of its own, or its retries or the budget run out.
+            let reports = run::rounds(
+                list.len(),
+                |i, earlier| {
+                    let s = &list[i];
+                    eprintln!("=== {}: {}", s.name, s.description);
+                    let r = run::run(&cfg, s, earlier)?;
+                    if !r.deferred {
+                        report_one(s, &r, summary);
+                    }
+                    Ok(r)
+                },
+                |round, pending| {
+                    eprintln!(
+                        "=== round {round}: again after platform failures: {}",
+                        pending
+                            .iter()
+                            .map(|&i| list[i].name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                },
+            )?;
             let mut failed = Vec::new();
             let mut rows = Vec::new();
-            for s in &list {
-                eprintln!("=== {}: {}", s.name, s.description);
-                let r = run::run(&cfg, s)?;
-                let retried = r.attempts.len().saturating_sub(1);
-                if r.passed {
-                    let note = if s.expect_failure.is_some() {
-                        format!(" (failed as expected: {})", r.reasons.join("; "))
-                    } else {
-                        String::new()
-                    };
-                    eprintln!("PASS {} in {:.0} s{note}", s.name, r.wall_secs);
-                } else {
-                    eprintln!("FAIL {} in {:.0} s:", s.name, r.wall_secs);
-                    if r.reasons.is_empty() {
-                        eprintln!(
-                            "  - expected a failure matching /{}/, the run passed",
-                            s.expect_failure.as_deref().unwrap_or("")
-                        );
-                    }
-                    for why in &r.reasons {
-                        eprintln!("  - {why}");
-                    }
-                    for (node, tail) in &r.tails {
-                        eprintln!("  last console lines of {node}:");
-                        for l in tail.iter().rev().take(15).rev() {
-                            eprintln!("    | {l}");
-                        }
-                    }
-                    if let Some(a) = r.attempts.last() {
-                        eprintln!("  console: {}", a.console_log.display());
-                    }
+            for (s, r) in list.iter().zip(&reports) {
+                if !r.passed {
                     failed.push(s.name.clone());
                 }
-                if summary {
-                    print_summary(&r);
-                }
+                let retried = r.attempts.len().saturating_sub(1);
                 rows.push((s.name.clone(), r.passed, r.wall_secs, retried));
             }
             eprintln!(

@@ -89,6 +89,9 @@ pub struct Node {
     pub problems: Vec<String>,
     /// L2 instances: the exit status L1 saw.
     pub exit_rc: Option<i64>,
+    /// L1: KVM's shutdown exits of its guests (`kvm:kvm_exit` trace lines
+    /// with SVM exit code 0x7f), i.e. the guest triple faults.
+    pub shutdown_exits: Vec<String>,
     /// The last console lines of this kernel.
     #[serde(skip)]
     pub tail: Vec<String>,
@@ -331,14 +334,68 @@ impl Parsed {
             }
             "out" => node.out.push(data),
             "error" => node.errors.push(data),
+            "l2-shutdown-exit" => node.shutdown_exits.push(data),
             _ => {}
         }
     }
 }
 
+/// What a `kvm_exit ... reason shutdown` trace line says in words: the
+/// vCPU, where it was and what it was delivering when the fault that
+/// could not be delivered (a triple fault) happened.
+pub fn describe_shutdown(line: &str) -> Option<String> {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let c = re(
+        &R,
+        r"vcpu (\d+) reason shutdown rip (0x[0-9a-f]+) .*intr_info (0x[0-9a-f]+) error_code (0x[0-9a-f]+)",
+    )
+    .captures(line)?;
+    let hex = |i: usize| u64::from_str_radix(c[i].trim_start_matches("0x"), 16).ok();
+    let info = hex(3)?;
+    let what = if info & (1 << 31) == 0 {
+        "delivering nothing".to_string()
+    } else {
+        let vector = info & 0xff;
+        let code = if info & (1 << 11) != 0 {
+            format!(", error code {:#x}", hex(4)?)
+        } else {
+            String::new()
+        };
+        match (info >> 8) & 7 {
+            0 => format!("delivering external interrupt {vector:#x}"),
+            2 => "delivering an NMI".to_string(),
+            3 => format!("delivering exception {vector}{code}"),
+            4 => format!("delivering software interrupt {vector:#x}"),
+            t => format!("delivering event type {t} vector {vector:#x}"),
+        }
+    };
+    Some(format!(
+        "triple fault on vCPU {} at rip {}, {what}",
+        &c[1], &c[2]
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shutdown_exits_in_words() {
+        let l = |i: &str| {
+            format!("vcpu 3 reason shutdown rip 0xffffffffa000092b info1 0x0 info2 0x0 intr_info {i} error_code 0x00000000 requests 0x0")
+        };
+        assert_eq!(
+            describe_shutdown(&l("0x800000ec")).unwrap(),
+            "triple fault on vCPU 3 at rip 0xffffffffa000092b, delivering external interrupt 0xec"
+        );
+        assert!(describe_shutdown(&l("0x00000000"))
+            .unwrap()
+            .ends_with("delivering nothing"));
+        assert!(describe_shutdown(&l("0x80000202"))
+            .unwrap()
+            .ends_with("an NMI"));
+        assert!(describe_shutdown("kvm_exit: vcpu 0 reason npf rip 0x0").is_none());
+    }
 
     const CONSOLE: &str = "\
 @@PV L1.l1 boot uptime=1.36 nproc=2 kernel=7.3.4

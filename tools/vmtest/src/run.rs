@@ -5,7 +5,7 @@
 
 use crate::initramfs;
 use crate::judge::judge;
-use crate::result::{split_origin, Parsed};
+use crate::result::{describe_shutdown, split_origin, Parsed};
 use crate::scenario::Scenario;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -41,6 +41,9 @@ pub struct Config {
     pub retries: Option<u32>,
     /// No retry starts after this instant.
     pub retry_deadline: Option<Instant>,
+    /// Attempts in a row before a scenario that keeps failing for platform
+    /// reasons is deferred (see [`Report::deferred`]); `None`: never defer.
+    pub attempts_per_round: Option<u32>,
     /// Echo the console.
     pub console: bool,
     /// Further files for the initramfs.
@@ -69,6 +72,11 @@ pub struct Report {
     pub attempts: Vec<Attempt>,
     pub wall_secs: f64,
     pub result: Value,
+    /// The last attempt failed for platform reasons and retries remain,
+    /// but this round's attempts are used up: run it again later, after
+    /// the other scenarios, so that a bad spell of the machine does not
+    /// use up every retry at once.
+    pub deferred: bool,
     #[serde(skip)]
     pub tails: Vec<(String, Vec<String>)>,
 }
@@ -364,8 +372,16 @@ fn platform_failure(
             ));
         }
         if n.problems.is_empty() && n.exit_rc == Some(0) {
+            // L1 traced the triple fault (shown for the record; with
+            // several guests the trace does not say whose it was).
+            let seen = p
+                .nodes
+                .get("l1")
+                .and_then(|l1| l1.shutdown_exits.iter().find_map(|l| describe_shutdown(l)))
+                .map(|d| format!("; KVM in L1: {d}"))
+                .unwrap_or_default();
             return Some(format!(
-                "{name}: QEMU exited cleanly in the middle of the plan with no kernel message (nested TCG)"
+                "{name}: QEMU exited cleanly in the middle of the plan with no kernel message (nested TCG){seen}"
             ));
         }
         // A guest that failed before its init ran none of the project's
@@ -557,8 +573,9 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
 }
 
 /// Runs `s`, with retries for platform failures; writes
-/// `<out>/<scenario>.json`.
-pub fn run(cfg: &Config, s: &Scenario) -> Result<Report> {
+/// `<out>/<scenario>.json`. `earlier` holds the attempts of the rounds
+/// before (empty on the first run of `s`); their retries count.
+pub fn run(cfg: &Config, s: &Scenario, earlier: Vec<Attempt>) -> Result<Report> {
     let base = initramfs::base(&cfg.inputs()?, &cfg.cache)?;
     let retries = cfg.retries.unwrap_or(s.retries);
     let want = s
@@ -567,10 +584,13 @@ pub fn run(cfg: &Config, s: &Scenario) -> Result<Report> {
         .map(regex::Regex::new)
         .transpose()?;
     let started = Instant::now();
-    let mut attempts = Vec::new();
-    let mut attempt = 0;
+    let earlier_secs: f64 = earlier.iter().map(|a| a.wall_secs).sum();
+    let mut attempts = earlier;
+    let mut attempt = attempts.len() as u32;
+    let mut this_round = 0;
     loop {
         attempt += 1;
+        this_round += 1;
         let r = run_once(cfg, s, &base, attempt)?;
         let result = json!({
             "scenario": s.name,
@@ -605,14 +625,19 @@ pub fn run(cfg: &Config, s: &Scenario) -> Result<Report> {
             .as_ref()
             .is_some_and(|re| reasons.iter().any(|r| re.is_match(r)));
         let in_budget = cfg.retry_deadline.is_none_or(|d| Instant::now() < d);
-        if let (Some(why), true) = (&platform, attempt <= retries && !wanted_shown && in_budget) {
+        let retry = platform.is_some() && attempt <= retries && !wanted_shown && in_budget;
+        let defer = retry && cfg.attempts_per_round.is_some_and(|n| this_round >= n);
+        if let (Some(why), true) = (&platform, retry) {
             eprintln!(
-                "RETRY {} (attempt {attempt} of {}): {why}; console in {}",
+                "{} {} (attempt {attempt} of {}): {why}; console in {}",
+                if defer { "DEFER" } else { "RETRY" },
                 s.name,
                 retries + 1,
                 r.log.display()
             );
-            continue;
+            if !defer {
+                continue;
+            }
         }
         if platform.is_some() && attempt <= retries && !wanted_shown && !in_budget {
             eprintln!("NO RETRY {}: the retry budget is spent", s.name);
@@ -633,8 +658,9 @@ pub fn run(cfg: &Config, s: &Scenario) -> Result<Report> {
             passed,
             reasons,
             attempts,
-            wall_secs: started.elapsed().as_secs_f64(),
+            wall_secs: earlier_secs + started.elapsed().as_secs_f64(),
             result,
+            deferred: defer,
             tails,
         };
         std::fs::write(
@@ -643,6 +669,38 @@ pub fn run(cfg: &Config, s: &Scenario) -> Result<Report> {
         )?;
         return Ok(report);
     }
+}
+
+/// Runs scenarios `0..n` in rounds: round one runs each once (with its
+/// retries in a row); a scenario whose report is `deferred` runs again in
+/// the next round, after the others, with its attempts so far, until no
+/// report is deferred. `announce` hears of each round after the first.
+/// Ends: every deferred report has used a retry, and retries are finite.
+pub fn rounds(
+    n: usize,
+    mut run_one: impl FnMut(usize, Vec<Attempt>) -> Result<Report>,
+    mut announce: impl FnMut(u32, &[usize]),
+) -> Result<Vec<Report>> {
+    let mut reports: Vec<Option<Report>> = vec![None; n];
+    let mut pending: Vec<usize> = (0..n).collect();
+    let mut round = 1;
+    while !pending.is_empty() {
+        if round > 1 {
+            announce(round, &pending);
+        }
+        let mut deferred = Vec::new();
+        for &i in &pending {
+            let earlier = reports[i].take().map(|r| r.attempts).unwrap_or_default();
+            let r = run_one(i, earlier)?;
+            if r.deferred {
+                deferred.push(i);
+            }
+            reports[i] = Some(r);
+        }
+        pending = deferred;
+        round += 1;
+    }
+    Ok(reports.into_iter().flatten().collect())
 }
 
 #[cfg(test)]
@@ -666,6 +724,52 @@ steps = [{ run = "info" }]
     }
 
     #[test]
+    fn deferred_scenarios_run_again_after_the_others() {
+        // Scenario 0 fails for the platform in rounds one and two, then
+        // passes; scenario 1 passes at once; scenario 2 gives up in round
+        // two (retries used up).
+        let mut order = Vec::new();
+        let mut rounds_seen = Vec::new();
+        let reports = rounds(
+            3,
+            |i, earlier| {
+                order.push((i, earlier.len()));
+                let mut attempts = earlier;
+                attempts.push(Attempt {
+                    attempt: attempts.len() as u32 + 1,
+                    reasons: vec![],
+                    platform_failure: None,
+                    wall_secs: 1.0,
+                    console_log: PathBuf::new(),
+                });
+                let deferred = match i {
+                    0 => attempts.len() < 3,
+                    2 => attempts.len() < 2,
+                    _ => false,
+                };
+                Ok(Report {
+                    scenario: i.to_string(),
+                    description: String::new(),
+                    passed: i != 2,
+                    reasons: vec![],
+                    attempts,
+                    wall_secs: 0.0,
+                    result: Value::Null,
+                    deferred,
+                    tails: vec![],
+                })
+            },
+            |round, pending| rounds_seen.push((round, pending.to_vec())),
+        )
+        .unwrap();
+        assert_eq!(order, [(0, 0), (1, 0), (2, 0), (0, 1), (2, 1), (0, 2)]);
+        assert_eq!(rounds_seen, [(2, vec![0, 2]), (3, vec![0])]);
+        let tries: Vec<_> = reports.iter().map(|r| r.attempts.len()).collect();
+        assert_eq!(tries, [3, 1, 2]);
+        assert!(reports.iter().all(|r| !r.deferred));
+    }
+
+    #[test]
     fn vanished_guest_is_a_platform_failure() {
         let s = scenario();
         let mut p = Parsed::default();
@@ -674,6 +778,11 @@ steps = [{ run = "info" }]
         assert!(platform_failure(&s, &p, None, None)
             .unwrap()
             .contains("exited cleanly"));
+        // L1's trace of the triple fault is carried along.
+        p.line("@@PV L1.l1 l2-shutdown-exit  qemu-system-x86-84 [000] d..1. 18.49: kvm_exit: vcpu 0 reason shutdown rip 0xffffffff81164560 info1 0x0 info2 0x0 intr_info 0x80000b0e error_code 0x00000010 requests 0x0");
+        assert!(platform_failure(&s, &p, None, None).unwrap().ends_with(
+            "KVM in L1: triple fault on vCPU 0 at rip 0xffffffff81164560, delivering exception 14, error code 0x10"
+        ));
         // A panic is never the platform's.
         p.line("[g-1] [ 3.0] Kernel panic - not syncing: oops");
         assert!(platform_failure(&s, &p, None, None).is_none());

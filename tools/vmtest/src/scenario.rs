@@ -48,7 +48,7 @@ fn default_timeout() -> u64 {
 }
 
 fn default_retries() -> u32 {
-    6
+    11
 }
 
 /// The KVM host, under QEMU TCG.
