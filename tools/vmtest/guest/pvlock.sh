@@ -93,8 +93,19 @@ locktorture() {
 	rmmod locktorture
 	secs_run=$(elapsed "$t0")
 	rmmod torture 2>/dev/null
+	# The kernel prints its own copy of these lines on the console at
+	# unload, and may still be printing: give it a moment, as console
+	# writes interleave byte by byte.
+	sleep 1
 	dmesg | grep -E "Writes:|Reads:|End of test|lock-torture:.*(FAIL|SUCCESS)" | while read -r l; do mark lt "$l"; done
-	mark locktorture "type=$type writers=$nw secs=$secs_run"
+	# The summary once more, in one line of its own: a line that the
+	# kernel's console output split is read from the other copy.
+	w=$(dmesg | grep "Writes:" | tail -1)
+	sum=$(echo "$w" | sed -n 's|.*Total: *\([0-9]*\) *Max/Min: *\([0-9]*\)/\([0-9]*\).*Fail: *\([0-9]*\).*|total=\1 max=\2 min=\3 fail=\4|p')
+	case "$w" in *"???"*) sum="$sum suspicious=1" ;; esac
+	v=$(dmesg | grep -o "End of test: [A-Z]*" | tail -1)
+	[ -n "$v" ] && sum="$sum verdict=${v##* }"
+	mark locktorture "type=$type writers=$nw secs=$secs_run $sum"
 }
 modprobe_lt() {
 	insmod "$(find /lib/modules -name torture.ko | head -1)" 2>/dev/null

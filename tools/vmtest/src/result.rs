@@ -279,6 +279,19 @@ impl Parsed {
                 lt.kind = m.get("type").cloned().unwrap_or_else(|| "?".into());
                 lt.writers = m.get("writers").and_then(|v| v.parse().ok()).unwrap_or(0);
                 lt.secs = m.get("secs").and_then(|v| v.parse().ok()).unwrap_or(0.0);
+                // The guest's one-line copy of the summary, for a run whose
+                // "lt" lines the kernel's console output split.
+                let num = |k: &str| m.get(k).and_then(|v| v.parse().ok());
+                if lt.total.is_none() {
+                    lt.total = num("total");
+                    lt.max = num("max");
+                    lt.min = num("min");
+                    lt.fail = num("fail");
+                    lt.suspicious = m.get("suspicious").is_some_and(|v| v == "1");
+                }
+                if lt.verdict.is_none() {
+                    lt.verdict = m.get("verdict").cloned();
+                }
                 if let (Some(t), true) = (lt.total, lt.secs > 0.0) {
                     lt.per_sec = Some(t as f64 / lt.secs);
                 }
@@ -378,6 +391,41 @@ pub fn describe_shutdown(line: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn summary_line_stands_in_for_split_lt_lines() {
+        // As seen: the kernel's own "End of test" line landed inside the
+        // guest's echo of the Writes line.
+        let mut p = Parsed::default();
+        for l in [
+            "[g-1] @@PV L2.g-1 step-begin lt1 locktorture spin_lock 8 60",
+            "[g-1] [   72.332591] Writes:  Total: 26284561  Max/Min: 3920091/2097268   Fail: 0 ",
+            "[g-1] @@PV L2.g-1 lt [[   72.332814] spin_lock-torture:--- End of test: SUCCESS: acq_writer_lim=0",
+            "[g-1]    72.332591] Writes:  Total: 26284561  Max/Min: 3920091/2097268   Fail: 0",
+            "[g-1] @@PV L2.g-1 lt [   72.332814] spin_lock-torture:--- End of test: SUCCESS: acq_writer_lim=0",
+            "[g-1] @@PV L2.g-1 locktorture type=spin_lock writers=8 secs=61.46 total=26284561 max=3920091 min=2097268 fail=0 verdict=SUCCESS",
+        ] {
+            p.line(l);
+        }
+        let lt = &p.nodes["g-1"].locktorture[0];
+        assert_eq!(lt.total, Some(26284561));
+        assert_eq!(
+            (lt.max, lt.min, lt.fail),
+            (Some(3920091), Some(2097268), Some(0))
+        );
+        assert_eq!(lt.verdict.as_deref(), Some("SUCCESS"));
+        assert!(lt
+            .per_sec
+            .is_some_and(|r| (r - 26284561.0 / 61.46).abs() < 1.0));
+        // Intact lt lines win over the summary line.
+        let mut q = Parsed::default();
+        q.line("[g-1] @@PV L2.g-1 lt [ 9.1] Writes:  Total: 10  Max/Min: 6/4   Fail: 1");
+        q.line("[g-1] @@PV L2.g-1 lt [ 9.2] spin_lock-torture:--- End of test: FAILURE: x");
+        q.line("[g-1] @@PV L2.g-1 locktorture type=spin_lock writers=2 secs=5 total=99 fail=0 verdict=SUCCESS");
+        let lt = &q.nodes["g-1"].locktorture[0];
+        assert_eq!((lt.total, lt.fail), (Some(10), Some(1)));
+        assert_eq!(lt.verdict.as_deref(), Some("FAILURE"));
+    }
 
     #[test]
     fn shutdown_exits_in_words() {
