@@ -97,13 +97,14 @@ locktorture() {
 	# unload, and may still be printing: give it a moment, as console
 	# writes interleave byte by byte.
 	sleep 1
-	dmesg | grep -E "Writes:|Reads:|End of test|lock-torture:.*(FAIL|SUCCESS)" | while read -r l; do mark lt "$l"; done
+	lines=$(dmesg | grep -E "Writes:|Reads:|End of test|lock-torture:.*(FAIL|SUCCESS)")
+	echo "$lines" | while read -r l; do [ -n "$l" ] && mark lt "$l"; done
 	# The summary once more, in one line of its own: a line that the
 	# kernel's console output split is read from the other copy.
-	w=$(dmesg | grep "Writes:" | tail -1)
+	w=$(echo "$lines" | grep "Writes:" | tail -1)
 	sum=$(echo "$w" | sed -n 's|.*Total: *\([0-9]*\) *Max/Min: *\([0-9]*\)/\([0-9]*\).*Fail: *\([0-9]*\).*|total=\1 max=\2 min=\3 fail=\4|p')
 	case "$w" in *"???"*) sum="$sum suspicious=1" ;; esac
-	v=$(dmesg | grep -o "End of test: [A-Z]*" | tail -1)
+	v=$(echo "$lines" | grep -o "End of test: [A-Z]*" | tail -1)
 	[ -n "$v" ] && sum="$sum verdict=${v##* }"
 	mark locktorture "type=$type writers=$nw secs=$secs_run $sum"
 }

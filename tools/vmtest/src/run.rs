@@ -624,8 +624,9 @@ pub fn run(cfg: &Config, s: &Scenario, earlier: Vec<Attempt>) -> Result<Report> 
         let wanted_shown = want
             .as_ref()
             .is_some_and(|re| reasons.iter().any(|r| re.is_match(r)));
+        let retryable = platform.is_some() && attempt <= retries && !wanted_shown;
         let in_budget = cfg.retry_deadline.is_none_or(|d| Instant::now() < d);
-        let retry = platform.is_some() && attempt <= retries && !wanted_shown && in_budget;
+        let retry = retryable && in_budget;
         let defer = retry && cfg.attempts_per_round.is_some_and(|n| this_round >= n);
         if let (Some(why), true) = (&platform, retry) {
             eprintln!(
@@ -639,7 +640,7 @@ pub fn run(cfg: &Config, s: &Scenario, earlier: Vec<Attempt>) -> Result<Report> 
                 continue;
             }
         }
-        if platform.is_some() && attempt <= retries && !wanted_shown && !in_budget {
+        if retryable && !in_budget {
             eprintln!("NO RETRY {}: the retry budget is spent", s.name);
         }
         let passed = match &want {
