@@ -121,7 +121,12 @@ loadloop() {
 		load guest_pvlock >/dev/null && sleep "$s" && unload guest_pvlock >/dev/null && ok=$((ok + 1))
 		sleep "$s"
 	done
-	mark loadloop "cycles=$n ok=$ok"
+	# Waiters that a switch moved from the bridge to the new slowpath.
+	moved=0
+	for m in $(dmesg | sed -n 's/.*guest_pvlock: .*; \([0-9]*\) waiters moved from the bridge.*/\1/p'); do
+		moved=$((moved + m))
+	done
+	mark loadloop "cycles=$n ok=$ok bridge_moved=$moved"
 }
 
 # warnings: kernel warnings, oopses and lockups seen so far.
@@ -177,7 +182,7 @@ l2() {
 				timeout "$to" chroot /host qemu-system-x86_64 -accel kvm -cpu "$model" \
 					-smp "$cpus" -m "$mem" -nographic -monitor none -no-reboot \
 					-kernel "$pv_kernel" -initrd "$pv_initrd" \
-					-append "console=ttyS0 panic=-1 oops=panic quiet no-kvmapf pv_level=2 pv_group=$g pv_name=$g-$i $cmd" \
+					-append "console=ttyS0 panic=-1 oops=panic quiet no-kvmapf csdlock_debug=1 pv_level=2 pv_group=$g pv_name=$g-$i $cmd" \
 					</dev/null 2>&1
 				echo "@@PV $LV l2-exit $g-$i rc=$?"
 			) | while IFS= read -r l; do

@@ -418,7 +418,7 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
     let mut log = std::fs::File::create(&log_path)?;
 
     let cmdline = format!(
-        "console=ttyS0 panic=-1 oops=panic quiet pv_level=1 pv_name=l1 pv_kernel={} pv_initrd={} {}",
+        "console=ttyS0 panic=-1 oops=panic quiet csdlock_debug=1 pv_level=1 pv_name=l1 pv_kernel={} pv_initrd={} {}",
         kernel.display(),
         initrd.display(),
         s.l1.cmdline

@@ -14,6 +14,8 @@
 //! The bridge takes a lock only when the whole lock word is zero, so it never
 //! joins a queue and never marks a lock for a kick: while it is the slowpath,
 //! no lock can be in a state that only one of the two unlocks understands.
+//! A bridge waiter that sees step 3's slowpath in place joins that slowpath
+//! instead: under contention its queue may keep the word non-zero for good.
 //! Spinlock waiters and holders run with preemption disabled, so each
 //! `synchronize_rcu()` waits for every CPU to leave the code that was just
 //! replaced. After step 1 no waiter of the old algorithm is left (each has
@@ -361,14 +363,37 @@ pub fn nopvspin() -> bool {
     unsafe { bindings::pvlock_nopvspin() }
 }
 
+/// Waiters that left the bridge for the slowpath installed after it.
+static BRIDGE_HANDOFFS: Atomic<u64> = Atomic::new(0);
+
+/// How many waiters have left the bridge for the slowpath that replaced it
+/// (see [`switch`]), since boot.
+pub fn bridge_handoffs() -> u64 {
+    BRIDGE_HANDOFFS.load(Relaxed)
+}
+
 /// The test-and-set slowpath used while switching; see the module docs.
 unsafe extern "C" fn bridge_slowpath(lock: *mut bindings::qspinlock, _val: u32) {
     // SAFETY: The static call passes the live lock being acquired.
-    let lock = unsafe { QSpinLock::from_raw(lock) };
-    let val = lock.word();
+    let qlock = unsafe { QSpinLock::from_raw(lock) };
+    let val = qlock.word();
     loop {
         if val.load(Relaxed) == 0 && val.cmpxchg(0, Q_LOCKED_VAL, Acquire).is_ok() {
             return;
+        }
+        // Once step 3 has made another slowpath current, that slowpath's
+        // waiters keep the tail set for as long as the lock stays contended,
+        // and a whole word of 0 may not come for seconds. Join their queue.
+        let current = LockOps::current().slowpath;
+        if !core::ptr::fn_addr_eq(current, bridge_slowpath as SlowpathFn) {
+            BRIDGE_HANDOFFS.add(1u64, Relaxed);
+            // SAFETY: A CPU reaches the bridge only after step 1 stored it
+            // as the target (call sites are patched after the key is
+            // written, with IPIs in between), so the target read here is
+            // the one step 3 stored after step 2's grace period: every CPU
+            // unlocks with the unlock that matches it. `lock` is the live
+            // lock being acquired.
+            return unsafe { current(lock, val.load(Relaxed)) };
         }
         crate::processor::cpu_relax();
     }
