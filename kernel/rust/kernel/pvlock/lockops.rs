@@ -363,13 +363,18 @@ pub fn nopvspin() -> bool {
     unsafe { bindings::pvlock_nopvspin() }
 }
 
-/// Waiters that left the bridge for the slowpath installed after it.
+/// Waiters that were on the bridge when step 3 replaced it.
 static BRIDGE_HANDOFFS: Atomic<u64> = Atomic::new(0);
 
-/// How many waiters have left the bridge for the slowpath that replaced it
-/// (see [`switch`]), since boot.
+/// How many waiters were on the bridge when a [`switch`]'s step 3 replaced
+/// it, and moved to the new slowpath, since boot.
 pub fn bridge_handoffs() -> u64 {
     BRIDGE_HANDOFFS.load(Relaxed)
+}
+
+/// Whether `f` is the bridge.
+fn is_bridge(f: SlowpathFn) -> bool {
+    core::ptr::fn_addr_eq(f, bridge_slowpath as SlowpathFn)
 }
 
 /// The test-and-set slowpath used while switching; see the module docs.
@@ -377,16 +382,17 @@ unsafe extern "C" fn bridge_slowpath(lock: *mut bindings::qspinlock, _val: u32) 
     // SAFETY: The static call passes the live lock being acquired.
     let qlock = unsafe { QSpinLock::from_raw(lock) };
     let val = qlock.word();
+    let mut waited = false;
     loop {
-        if val.load(Relaxed) == 0 && val.cmpxchg(0, Q_LOCKED_VAL, Acquire).is_ok() {
-            return;
-        }
         // Once step 3 has made another slowpath current, that slowpath's
         // waiters keep the tail set for as long as the lock stays contended,
         // and a whole word of 0 may not come for seconds. Join their queue.
+        // (A call site that step 3 has not patched yet also lands here.)
         let current = LockOps::current().slowpath;
-        if !core::ptr::fn_addr_eq(current, bridge_slowpath as SlowpathFn) {
-            BRIDGE_HANDOFFS.add(1u64, Relaxed);
+        if !is_bridge(current) {
+            if waited {
+                BRIDGE_HANDOFFS.add(1u64, Relaxed);
+            }
             // SAFETY: A CPU reaches the bridge only after step 1 stored it
             // as the target (call sites are patched after the key is
             // written, with IPIs in between), so the target read here is
@@ -395,6 +401,10 @@ unsafe extern "C" fn bridge_slowpath(lock: *mut bindings::qspinlock, _val: u32) 
             // lock being acquired.
             return unsafe { current(lock, val.load(Relaxed)) };
         }
+        if val.load(Relaxed) == 0 && val.cmpxchg(0, Q_LOCKED_VAL, Acquire).is_ok() {
+            return;
+        }
+        waited = true;
         crate::processor::cpu_relax();
     }
 }
