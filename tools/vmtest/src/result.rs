@@ -87,6 +87,9 @@ pub struct Node {
     /// Kernel messages that report a problem (BUG, Oops, WARNING, panic,
     /// RCU stall, soft lockup), from the console.
     pub problems: Vec<String>,
+    /// Reports of CPUs that answered no NMI (a backtrace request, from the
+    /// RCU stall detector or `csdlock_debug`): those vCPUs did not run.
+    pub nmi_silent: Vec<String>,
     /// L2 instances: the exit status L1 saw.
     pub exit_rc: Option<i64>,
     /// L1: KVM's shutdown exits of its guests (`kvm:kvm_exit` trace lines
@@ -171,6 +174,9 @@ impl Parsed {
             }
         } else if problem_re().is_match(text) {
             self.node(&origin).problems.push(text.to_string());
+        }
+        if text.contains("haven't responded to the NMI") {
+            self.node(&origin).nmi_silent.push(text.to_string());
         }
     }
 

@@ -272,6 +272,27 @@ fn idle_jump_to_zero<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) ->
         && !lines.any(|l| project(&l))
 }
 
+/// An RCU stall in which a vCPU answered no NMI: an NMI reaches a vCPU
+/// whatever the guest runs on it (halted, spinning, interrupts off), unless
+/// it is already inside an NMI handler, so that vCPU was not run at all.
+/// Seen in L2s without any project code (an idle vCPU that an IPI never
+/// woke) as with it. A stall whose CPUs all answered shows their stacks and
+/// stays a failure, as does any oops, warning or lockup report.
+fn vcpu_stopped_running(n: &crate::result::Node) -> bool {
+    const REAL: [&str; 7] = [
+        "BUG:",
+        "Oops",
+        "WARNING:",
+        "Kernel panic",
+        "general protection",
+        "soft lockup",
+        "hard LOCKUP",
+    ];
+    !n.nmi_silent.is_empty()
+        && n.problems.iter().any(|l| l.contains("rcu: INFO"))
+        && !n.problems.iter().any(|l| REAL.iter().any(|k| l.contains(k)))
+}
+
 /// The crashes of a kernel (L1 or an L2) that only nested TCG causes,
 /// judged from its last console lines and problem reports.
 fn crash_signature(name: &str, n: &crate::result::Node) -> Option<String> {
@@ -362,6 +383,12 @@ fn platform_failure(
         }
         if let Some(why) = crash_signature(&name, n) {
             return Some(why);
+        }
+        if vcpu_stopped_running(n) {
+            return Some(format!(
+                "{name}: RCU stall with a vCPU that answered no NMI for 10 s, so it did not run at all (nested TCG); {}",
+                n.nmi_silent[0].trim()
+            ));
         }
         if n.problems
             .iter()
@@ -875,6 +902,23 @@ steps = [{ run = "info" }]
             .contains("jump to 0"));
         z.line("[   31.0]  ? guest_pvlock_unlock+0x1d/0x40");
         assert!(platform_failure(&s, &z, None, None).is_none());
+        // With guest_pvlock loaded, a stall is the platform's only when a
+        // vCPU answered no NMI (a vCPU that did not run), and not with an
+        // oops or warning besides.
+        let mut q = Parsed::default();
+        q.line("[g-1] @@PV L2.g-1 boot uptime=6 nproc=4 kernel=7.3.4");
+        q.line("[g-1] @@PV L2.g-1 module guest_pvlock loaded params=[]");
+        q.line("[g-1] [   20.42] smp: csd: Detected non-responsive CSD lock (#1) on CPU#1, waiting 5000054102 ns for CPU#02 flush_tlb_func+0x0/0x210(0xffa000000019bb00).");
+        q.line("[g-1] [   36.42] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:");
+        q.line("[g-1] [   36.44] rcu: \t2-...!: (668 ticks this GP) idle=788c/1/0x4000000000000000 softirq=408/410 fqs=27");
+        assert!(platform_failure(&s, &q, None, None).is_none());
+        q.line("[g-1] [   38.69] After 10 seconds, these CPUS still haven't responded to the NMI: 2");
+        q.line("[g-1] [   38.70] Call Trace:");
+        assert!(platform_failure(&s, &q, None, None)
+            .unwrap()
+            .contains("answered no NMI"));
+        q.line("[g-1] [   39.00] WARNING: CPU: 1 PID: 60 at kernel/smp.c:815");
+        assert!(platform_failure(&s, &q, None, None).is_none());
         // The same stall before guest_pvlock was loaded is the platform's.
         let mut b = Parsed::default();
         b.line("[g-1] @@PV L2.g-1 boot uptime=6 nproc=4 kernel=7.3.4");
