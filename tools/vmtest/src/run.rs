@@ -290,7 +290,10 @@ fn vcpu_stopped_running(n: &crate::result::Node) -> bool {
     ];
     !n.nmi_silent.is_empty()
         && n.problems.iter().any(|l| l.contains("rcu: INFO"))
-        && !n.problems.iter().any(|l| REAL.iter().any(|k| l.contains(k)))
+        && !n
+            .problems
+            .iter()
+            .any(|l| REAL.iter().any(|k| l.contains(k)))
 }
 
 /// The crashes of a kernel (L1 or an L2) that only nested TCG causes,
@@ -912,7 +915,9 @@ steps = [{ run = "info" }]
         q.line("[g-1] [   36.42] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:");
         q.line("[g-1] [   36.44] rcu: \t2-...!: (668 ticks this GP) idle=788c/1/0x4000000000000000 softirq=408/410 fqs=27");
         assert!(platform_failure(&s, &q, None, None).is_none());
-        q.line("[g-1] [   38.69] After 10 seconds, these CPUS still haven't responded to the NMI: 2");
+        q.line(
+            "[g-1] [   38.69] After 10 seconds, these CPUS still haven't responded to the NMI: 2",
+        );
         q.line("[g-1] [   38.70] Call Trace:");
         assert!(platform_failure(&s, &q, None, None)
             .unwrap()
