@@ -274,7 +274,8 @@ fn idle_jump_to_zero<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) ->
 
 /// An RCU stall in which a vCPU answered no NMI: an NMI reaches a vCPU
 /// whatever the guest runs on it (halted, spinning, interrupts off), unless
-/// it is already inside an NMI handler, so that vCPU was not run at all.
+/// it is already inside an NMI handler: an NMI ends a `HLT` whatever the
+/// guest waits for, a lost kick included. So L1 did not run that vCPU.
 /// Seen in L2s without any project code (an idle vCPU that an IPI never
 /// woke) as with it. A stall whose CPUs all answered shows their stacks and
 /// stays a failure, as does any oops, warning or lockup report.
@@ -389,7 +390,7 @@ fn platform_failure(
         }
         if vcpu_stopped_running(n) {
             return Some(format!(
-                "{name}: RCU stall with a vCPU that answered no NMI for 10 s, so it did not run at all (nested TCG); {}",
+                "{name}: RCU stall with a vCPU that answered no NMI for 10 s, so L1 did not run it (nested TCG); {}",
                 n.nmi_silent[0].trim()
             ));
         }
