@@ -244,21 +244,20 @@ impl kernel::Module for GuestPvlock {
                 );
                 LOCK.zero_stats();
                 let t0 = guest::local_clock();
-                let h0 = lockops::bridge_handoffs();
                 // SAFETY: `our_ops()` is `Pvlock`, a `QueuedLock`, with the
                 // callee-saved thunk that calls its unlock slowpath for any
                 // locked byte but 1. Its code stays until `drop()` switched
                 // back. Module init and exit are serialised.
-                let previous = unsafe { lockops::switch(our_ops()) };
+                let switched = unsafe { lockops::switch(our_ops()) };
                 pr_info!(
                     "installed in {} ms (was {}): kick {}, spin threshold {}; {} waiters moved from the bridge\n",
                     guest::local_clock().wrapping_sub(t0) / 1_000_000,
                     before.name(),
                     method.name(),
                     params::effective_spin_threshold(),
-                    lockops::bridge_handoffs().wrapping_sub(h0)
+                    switched.bridge_moved
                 );
-                (Some(previous), "installed")
+                (Some(switched.previous), "installed")
             }
             Err(reason) => {
                 pr_info!(
@@ -313,18 +312,17 @@ impl Drop for GuestPvlock {
     fn drop(&mut self) {
         if let Some(prev) = self.previous.take() {
             let t0 = guest::local_clock();
-            let h0 = lockops::bridge_handoffs();
             // SAFETY: `prev` are the kernel's own lock ops that were in place
             // before `init()` (native or upstream PV, kernel text). After the
             // switch no CPU runs this module's lock code.
-            unsafe { lockops::switch(prev) };
+            let switched = unsafe { lockops::switch(prev) };
             pr_info!(
                 "uninstalled in {} ms, lock ops: {} (slow acquisitions {}, kicks {}); {} waiters moved from the bridge\n",
                 guest::local_clock().wrapping_sub(t0) / 1_000_000,
                 Kind::current().name(),
                 LOCK.counter(algo::Counter::TakenSlow),
                 LOCK.counter(algo::Counter::Kicks),
-                lockops::bridge_handoffs().wrapping_sub(h0)
+                switched.bridge_moved
             );
         }
     }

@@ -301,21 +301,23 @@ pub struct LockOps {
 impl LockOps {
     /// The lock ops in place now.
     pub fn current() -> LockOps {
-        // SAFETY: Reading the static call targets has no requirement.
-        let (slow, unlock) = unsafe {
-            (
-                bindings::pvlock_slowpath_query(),
-                bindings::pvlock_unlock_query(),
-            )
-        };
-        // SAFETY: Static call targets are never null and have the static
-        // call's signature, which is `SlowpathFn` / `UnlockFn`.
-        unsafe {
-            LockOps {
-                slowpath: core::mem::transmute::<*mut c_void, SlowpathFn>(slow),
-                unlock: core::mem::transmute::<*mut c_void, UnlockFn>(unlock),
-            }
+        // SAFETY: Reading the static call target has no requirement.
+        let unlock = unsafe { bindings::pvlock_unlock_query() };
+        LockOps {
+            slowpath: Self::current_slowpath(),
+            // SAFETY: Static call targets are never null and have the static
+            // call's signature, which is `UnlockFn`.
+            unlock: unsafe { core::mem::transmute::<*mut c_void, UnlockFn>(unlock) },
         }
+    }
+
+    /// The slowpath in place now.
+    fn current_slowpath() -> SlowpathFn {
+        // SAFETY: Reading the static call target has no requirement.
+        let slow = unsafe { bindings::pvlock_slowpath_query() };
+        // SAFETY: Static call targets are never null and have the static
+        // call's signature, which is `SlowpathFn`.
+        unsafe { core::mem::transmute::<*mut c_void, SlowpathFn>(slow) }
     }
 
     /// Whether both ops are those of `other`.
@@ -363,14 +365,9 @@ pub fn nopvspin() -> bool {
     unsafe { bindings::pvlock_nopvspin() }
 }
 
-/// Waiters that were on the bridge when step 3 replaced it.
+/// Waiters that were on the bridge when step 3 replaced it, since boot;
+/// [`switch`] reports its own share.
 static BRIDGE_HANDOFFS: Atomic<u64> = Atomic::new(0);
-
-/// How many waiters were on the bridge when a [`switch`]'s step 3 replaced
-/// it, and moved to the new slowpath, since boot.
-pub fn bridge_handoffs() -> u64 {
-    BRIDGE_HANDOFFS.load(Relaxed)
-}
 
 /// Whether `f` is the bridge.
 fn is_bridge(f: SlowpathFn) -> bool {
@@ -388,7 +385,7 @@ unsafe extern "C" fn bridge_slowpath(lock: *mut bindings::qspinlock, _val: u32) 
         // waiters keep the tail set for as long as the lock stays contended,
         // and a whole word of 0 may not come for seconds. Join their queue.
         // (A call site that step 3 has not patched yet also lands here.)
-        let current = LockOps::current().slowpath;
+        let current = LockOps::current_slowpath();
         if !is_bridge(current) {
             if waited {
                 BRIDGE_HANDOFFS.add(1u64, Relaxed);
@@ -414,10 +411,19 @@ pub fn bridge_slowpath_fn() -> SlowpathFn {
     bridge_slowpath
 }
 
+/// What a [`switch`] did.
+pub struct Switched {
+    /// The lock ops that were in place before.
+    pub previous: LockOps,
+    /// Waiters that were on the bridge when step 3 replaced it and moved to
+    /// the new slowpath.
+    pub bridge_moved: u64,
+}
+
 /// Switches the lock ops to `to` through the bridge; may sleep.
 ///
-/// Returns the ops that were in place. See the module documentation for the
-/// protocol and why it is safe.
+/// Returns the ops that were in place and how many bridge waiters moved.
+/// See the module documentation for the protocol and why it is safe.
 ///
 /// # Safety
 ///
@@ -428,8 +434,11 @@ pub fn bridge_slowpath_fn() -> SlowpathFn {
 /// - The code of `to` stays in place until another `switch()` away from it
 ///   has returned.
 /// - Calls to `switch()` are serialised by the caller.
-pub unsafe fn switch(to: LockOps) -> LockOps {
+pub unsafe fn switch(to: LockOps) -> Switched {
     let from = LockOps::current();
+    // Switches are serialised and waiters leave the bridge only during one,
+    // so the counter's growth until the end is this switch's.
+    let moved0 = BRIDGE_HANDOFFS.load(Relaxed);
     // SAFETY: The bridge is a valid slowpath for any lock whose unlock is
     // either of the two in use (it only takes a lock whose word is 0).
     unsafe { bindings::pvlock_slowpath_update(Some(bridge_slowpath)) };
@@ -442,5 +451,8 @@ pub unsafe fn switch(to: LockOps) -> LockOps {
     // `to.slowpath` by the caller's guarantee.
     unsafe { bindings::pvlock_slowpath_update(Some(to.slowpath)) };
     crate::sync::rcu::synchronize_rcu();
-    from
+    Switched {
+        previous: from,
+        bridge_moved: BRIDGE_HANDOFFS.load(Relaxed).wrapping_sub(moved0),
+    }
 }
