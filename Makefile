@@ -7,6 +7,8 @@
 #
 #   make deps       install what this machine lacks (idempotent)
 #   make kernel     the patched Linux 7.3, cached outside the repository
+#                   (CONFIG=distro: the variant with KVM as modules and
+#                   NR_CPUS=8192, in a tree of its own)
 #   make print-kdir the built kernel tree
 #   make [modules]  guest_pvlock.ko and host_kvm.ko (KDIR=... to build
 #                   against another patched 7.3 tree)
@@ -14,6 +16,8 @@
 #   make check      rustfmt and clippy, kernel modules and tools
 #   make vmtest SCENARIO="name ..."   run VM scenarios (default: the fast set)
 #   make bench [QUICK=1]              the benchmark (tools/pvlock-bench)
+#   make test-distro                  the distro kernel variant: build it,
+#                                     the modules for it, one scenario
 #   make clean / kernel-clean
 
 SHELL := /bin/bash
@@ -21,8 +25,15 @@ LLVM_SUFFIX := -19
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
 
-KDIR ?= $(shell scripts/kernel.sh --print-kdir)
-KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM_SUFFIX)
+# CONFIG=distro selects the kernel variant of kernel/distro.config.
+CONFIG ?=
+export PVLOCK_KCONFIG := $(CONFIG)
+KDIR ?= $(shell PVLOCK_KCONFIG=$(CONFIG) scripts/kernel.sh --print-kdir)
+# Modules for a variant kernel are built apart, from a copy of their
+# sources in build/modules-<variant>, so that those of the default kernel
+# stay where the tests take them.
+MODOUT = $(if $(CONFIG),$(CURDIR)/build/modules-$(CONFIG),$(CURDIR))
+KMAKE = $(MAKE) -C $(KDIR) M=$(MODOUT) LLVM=$(LLVM_SUFFIX)
 CARGO = cargo
 TOOLS = tools
 STATIC_TARGET = x86_64-unknown-linux-gnu
@@ -30,11 +41,11 @@ STATIC_BIN = $(TOOLS)/target/$(STATIC_TARGET)/release
 HOST_BIN = $(TOOLS)/target/release
 VMTEST = $(HOST_BIN)/vmtest --kdir $(KDIR) --repo $(CURDIR) --tools-bin $(STATIC_BIN)
 RS_MODULE_FILES = $(wildcard guest_pvlock/*.rs host_kvm/*.rs)
-RS_KERNEL_FILES = $(shell find kernel/rust -name '*.rs')
+RS_KERNEL_FILES = $(shell find rust -name '*.rs')
 
 .PHONY: all modules deps kernel print-kdir tools static-tools host-tools check \
 	check-modules check-tools test test-unit model vmtest demo bench clean \
-	kernel-clean check-kdir
+	kernel-clean check-kdir test-distro
 
 all: modules
 
@@ -58,15 +69,19 @@ check-kdir:
 		echo "pvlock: error: KDIR=$(KDIR) lacks the pvlock patches (kernel/patches); build it with 'make kernel'" >&2; exit 1; fi
 
 modules: check-kdir
+	@if [ -n "$(CONFIG)" ]; then \
+		mkdir -p $(MODOUT)/guest_pvlock $(MODOUT)/host_kvm && cp -p Kbuild $(MODOUT)/ && \
+		cp -p guest_pvlock/Kbuild guest_pvlock/*.rs guest_pvlock/*.c $(MODOUT)/guest_pvlock/ && \
+		cp -p host_kvm/Kbuild host_kvm/*.rs $(MODOUT)/host_kvm/; fi
 	@log=$$(mktemp); \
 	if ! $(KMAKE) modules >$$log 2>&1; then \
 		grep -E '^(error|warning)|error:' -A6 $$log | head -60 >&2; \
-		echo "pvlock: error: module build failed (make -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM_SUFFIX) modules)" >&2; \
+		echo "pvlock: error: module build failed (make -C $(KDIR) M=$(MODOUT) LLVM=$(LLVM_SUFFIX) modules)" >&2; \
 		rm -f $$log; exit 1; fi; \
 	if grep -E '^warning|warning:' $$log >&2; then \
-		rm -f guest_pvlock/*.ko host_kvm/*.ko guest_pvlock/*.o host_kvm/*.o; \
+		rm -f $(MODOUT)/guest_pvlock/*.ko $(MODOUT)/host_kvm/*.ko $(MODOUT)/guest_pvlock/*.o $(MODOUT)/host_kvm/*.o; \
 		echo "pvlock: error: the module build warned (see above)" >&2; rm -f $$log; exit 1; fi; \
-	rm -f $$log; ls -1 guest_pvlock/guest_pvlock.ko host_kvm/host_kvm.ko
+	rm -f $$log; ls -1 $(MODOUT)/guest_pvlock/guest_pvlock.ko $(MODOUT)/host_kvm/host_kvm.ko
 
 static-tools:
 	@command -v $(CARGO) >/dev/null || { echo "pvlock: error: cargo not found (run 'make deps')" >&2; exit 1; }
@@ -90,6 +105,11 @@ check-modules: check-kdir
 		grep -E '^(warning|error)' -A8 $$log | head -80 >&2; \
 		echo "pvlock: error: clippy (CLIPPY=1) is not clean" >&2; rm -f $$log; exit 1; fi; \
 	rm -f $$log; echo "modules: rustfmt and clippy clean"
+	@log=$$(mktemp); touch $(addprefix $(KDIR)/,$(RS_KERNEL_FILES)); \
+	if ! $(MAKE) -C $(KDIR) LLVM=$(LLVM_SUFFIX) CLIPPY=1 rust/kernel.o >$$log 2>&1 || grep -qE '^(warning|error)' $$log; then \
+		grep -E '^(warning|error)' -A8 $$log | head -80 >&2; \
+		echo "pvlock: error: clippy (CLIPPY=1) is not clean on the kernel crate's pvlock code" >&2; rm -f $$log; exit 1; fi; \
+	rm -f $$log; echo "kernel crate (rust/): clippy clean"
 
 check-tools:
 	$(CARGO) fmt --manifest-path $(TOOLS)/Cargo.toml --all --check
@@ -113,6 +133,16 @@ test: deps kernel
 	$(MAKE) test-unit
 	$(MAKE) model
 	$(VMTEST) run --all
+
+# The distro variant (KVM as modules, NR_CPUS=8192): its own cached tree,
+# modules in build/modules-distro, tests/distro/kvm-modules.toml.
+test-distro: deps
+	$(MAKE) kernel CONFIG=distro
+	$(MAKE) modules CONFIG=distro
+	$(MAKE) tools
+	$(HOST_BIN)/vmtest --kdir $$(PVLOCK_KCONFIG=distro scripts/kernel.sh --print-kdir) --repo $(CURDIR) \
+		--tools-bin $(STATIC_BIN) --modules $(CURDIR)/build/modules-distro --out build/vmtest-distro \
+		run tests/distro/kvm-modules.toml
 
 demo: deps kernel
 	$(MAKE) modules tools

@@ -1,77 +1,99 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The pvlock queued spinlock: an MCS-queued lock on the kernel's qspinlock
-//! word whose waiters spin while spinning is useful and halt when it is not,
-//! and whose unlocker kicks a halted waiter awake.
+//! word whose waiters spin while spinning is useful and then wait in the
+//! hypervisor, and whose unlocker kicks a waiting waiter awake.
 //!
 //! This file is the algorithm only. It knows nothing of the kernel: the lock
-//! word, the CPU it runs on, halting, kicking and the clock come through
-//! [`LockWord`] and [`Platform`], and atomics through `super::sync`. The guest
-//! module builds it with kernel atomics; `tools/pvlock-model` builds the very
-//! same file with loom's atomics and a model hypervisor to check the halt and
-//! kick protocol for lost wake-ups.
+//! word, the CPU it runs on, waiting, kicking and the clock come through
+//! [`LockWord`] and [`Platform`], atomics and tables through `super::sync`,
+//! the lock word's layout through `super::qspinlock` and the ABI through
+//! `super::abi`. The guest module builds it with kernel atomics;
+//! `tools/pvlock-model` builds the very same file with loom's atomics and a
+//! model hypervisor to check the wait and kick protocol for lost wake-ups
+//! and the lock for mutual exclusion.
 //!
 //! The algorithm follows upstream's `kernel/locking/qspinlock.c` and
 //! `qspinlock_paravirt.h` (see `Documentation/pvlock/design.rst`):
 //!
 //! - A waiter first steals the lock if it is free and no queue head is
 //!   actively spinning (pending clear), then queues on its per-CPU node.
-//! - A queued waiter spins on its node. It halts early when the waiter ahead
-//!   of it is halted or its vCPU is preempted, and after `spin_threshold`
-//!   loops in any case.
-//! - The queue head sets pending (no stealing) and spins for the lock. It
-//!   halts early when the likely holder's vCPU is preempted, else after
-//!   `spin_threshold` loops. Before halting it puts (lock, node) in a hash
-//!   table and sets the locked byte to [`Q_SLOW_VAL`], so that the unlocker
-//!   takes the slow unlock, finds it and kicks it.
-//! - A new head that finds its successor halted does not kick it (it could
-//!   only spin behind the holder): it hashes the successor and marks the lock
-//!   slow, so the unlock kicks the successor when the lock is free.
+//! - A queued waiter spins on its node. It waits early when the waiter ahead
+//!   of it waits or its vCPU is preempted, and after `spin_threshold` loops in
+//!   any case.
+//! - The queue head sets pending (no stealing) and spins for the lock. When
+//!   the likely holder's vCPU is preempted it yields to it once, then waits
+//!   early; else it waits after `spin_threshold` loops. Before waiting it
+//!   puts (lock, node) in a hash table and sets the locked byte to
+//!   [`Q_SLOW_VAL`], so that the unlocker takes the slow unlock, finds it
+//!   and kicks it.
+//! - A new head that finds its successor waiting does not kick it (it could
+//!   only spin behind the holder): it hashes the successor and marks the
+//!   lock slow, so the unlock kicks the successor when the lock is free.
 //!
-//! Every halt goes through [`Platform::halt_if`], which re-checks the
-//! condition with interrupts disabled: a waiter halts only while the event
-//! that ends its wait has not happened, and the CPU that makes it happen
-//! kicks afterwards. When the host reports that a kick found the target not
-//! halted ([`Kick::NotHalted`]: the project's hypercall keeps nothing for a
-//! later halt), the kicker retries for as long as the target still announces
-//! that it is about to halt.
+//! # Waits and kicks
+//!
+//! Every wait has a token, larger than every earlier token of its CPU. A
+//! waiter stores the token in its node, announces the wait in its node's
+//! state, and then waits through [`Platform::wait_if`], which re-checks the
+//! lock with interrupts disabled and waits only while the event that ends
+//! the wait has not happened. The CPU that makes it happen reads the token
+//! after that and kicks the waiter with it: one hypercall, never a loop on
+//! the waiter's state. If the kick comes before the wait, the host holds it
+//! for the wait with that token ([`Kick::Held`]): between the re-check and
+//! the wait no interrupt runs, so the held kick is still there when the wait
+//! starts. A kick for a wait that is over ends no later wait (tokens grow).
+//!
+//! # Modes
+//!
+//! How a CPU waits and kicks is the lock's mode, which only ever moves
+//! towards [`MODE_SPIN`]: [`MODE_WAIT`] (`KVM_HC_PVLOCK_WAIT` and
+//! `KVM_HC_PVLOCK_KICK`), [`MODE_HLT`] (`HLT` and `KVM_HC_KICK_CPU`, whose
+//! kick is latched until the target's next halt), [`MODE_SPIN`] (no wait
+//! at all). A kick is never dropped: if the host refuses the project kick
+//! for one target, `KVM_HC_KICK_CPU` (which ends a lock wait too) or an NMI
+//! wakes that target; if the host withdrew the hypercall, the lock moves to
+//! the next mode for good and the kick is made again in it. In
+//! [`MODE_SPIN`] the kick is an NMI, which ends any wait. A waiter reads
+//! the mode before its re-check and the unlocker after its release, so the
+//! unlocker's mode is never older than the waiter's: an older waiter is
+//! woken by a newer kick (`KVM_HC_KICK_CPU` and the NMI end every kind of
+//! wait).
 
-use super::sync::{fence, spin_load, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-
-/// Locked byte: held.
-pub(crate) const Q_LOCKED_VAL: u8 = 1;
-/// Locked byte: held, and a halted waiter is hashed for this lock.
-pub(crate) const Q_SLOW_VAL: u8 = 3;
-/// The pending bit in the lock word.
-pub(crate) const Q_PENDING_VAL: u32 = 1 << 8;
-/// Locked and pending bytes of the lock word.
-pub(crate) const Q_LOCKED_PENDING_MASK: u32 = 0xffff;
-/// Tail of the lock word: (CPU + 1) << 18 | nesting index << 16.
-pub(crate) const Q_TAIL_MASK: u32 = 0xffff_0000;
-const Q_TAIL_IDX_OFFSET: u32 = 16;
-const Q_TAIL_CPU_OFFSET: u32 = 18;
-
-/// Nesting levels per CPU: task, softirq, hardirq, NMI.
-pub(crate) const MAX_NODES: usize = 4;
+use super::abi::{self, Kick};
+use super::qspinlock::{
+    decode_tail, encode_tail, MAX_NODES, Q_LOCKED_PENDING_MASK, Q_LOCKED_VAL, Q_PENDING_VAL,
+    Q_SLOW_VAL, Q_TAIL_MASK,
+};
+use super::sync::{fence, spin_load, table, AtomicU32, AtomicU64, AtomicUsize, Ordering, Table};
 
 /// How often (in spin loops) a waiter looks at the vCPU it waits behind.
 pub(crate) const PREEMPT_CHECK_MASK: u32 = 0x3f;
 
-/// Early halt policy: spin until the threshold.
+/// Early wait policy: spin until the threshold.
 pub(crate) const EARLY_NEVER: u32 = 0;
-/// Early halt policy: a queued waiter halts as soon as the waiter ahead of
-/// it has halted (upstream's `pv_wait_early()`).
+/// Early wait policy: a queued waiter waits as soon as the waiter ahead of
+/// it waits (upstream's `pv_wait_early()`).
 pub(crate) const EARLY_PREV_HALTED: u32 = 1;
-/// Early halt policy: also halt when the vCPU waited for (the waiter ahead,
-/// or for a queue head the likely lock holder) is preempted.
+/// Early wait policy: also wait when the vCPU waited for (the waiter
+/// ahead, or for a queue head the likely lock holder) is preempted.
 pub(crate) const EARLY_PREEMPTED: u32 = 2;
 
-/// Loops between two directed yields of a spinning queue head.
-pub(crate) const YIELD_INTERVAL: u32 = 1024;
+/// Waits are `KVM_HC_PVLOCK_WAIT`, kicks `KVM_HC_PVLOCK_KICK`.
+pub(crate) const MODE_WAIT: u32 = 0;
+/// Waits are `HLT`, kicks `KVM_HC_KICK_CPU`.
+pub(crate) const MODE_HLT: u32 = 1;
+/// No waits; a kick (for a waiter from before) is an NMI.
+pub(crate) const MODE_SPIN: u32 = 2;
 
-/// How long (in loops) an unlocker whose kick found the waiter not yet
-/// halted watches the waiter's state before it kicks again.
-pub(crate) const KICK_RETRY_POLLS: u32 = 256;
+/// The name of a mode, for logs and debugfs.
+pub(crate) fn mode_name(mode: u32) -> &'static str {
+    match mode {
+        MODE_WAIT => "kvm_hc_pvlock_wait",
+        MODE_HLT => "hlt_kvm_hc_kick_cpu",
+        _ => "spin",
+    }
+}
 
 // Node states.
 const RUNNING: u32 = 0;
@@ -106,14 +128,51 @@ pub(crate) trait LockWord {
     fn addr(&self) -> usize;
 }
 
-/// What a kick did.
+/// How a waiter waits.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Kick {
-    /// The target was halted and is woken, or the host keeps the kick for
-    /// the target's next halt (`KVM_HC_KICK_CPU`).
-    Delivered,
-    /// The target was not halted and the host kept nothing.
-    NotHalted,
+pub(crate) enum Wait {
+    /// `KVM_HC_PVLOCK_WAIT` with the token.
+    Hypercall,
+    /// `HLT`.
+    Hlt,
+}
+
+/// What [`Platform::wait_if`] did.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Waited {
+    /// The condition was false: no wait.
+    Skipped,
+    /// The CPU waited, and the wait ended.
+    Ended,
+    /// The host withdrew the wait hypercall (`-KVM_ENOSYS`): no wait.
+    Gone,
+}
+
+/// Why a kick failed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum KickError {
+    /// The host withdrew the hypercall (`-KVM_ENOSYS`): for every target.
+    Gone,
+    /// The host refused it for this target (`-KVM_EINVAL`, or another
+    /// error).
+    Refused,
+}
+
+/// Seeded bugs, for the model check to show that it catches them. The
+/// kernel's [`Platform`] never turns one on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Mutant {
+    /// Wait without re-checking the lock first.
+    NoRecheck,
+    /// The new head hashes its waiting successor but does not mark the lock
+    /// slow.
+    NoSlowMark,
+    /// The head marks the lock slow before it hashes itself.
+    MarkBeforeHash,
+    /// The waiter stores its token after the re-check.
+    TokenAfterRecheck,
+    /// A failed kick is counted and dropped.
+    NoFallback,
 }
 
 /// What the algorithm needs from the machine it runs on.
@@ -122,18 +181,26 @@ pub(crate) trait Platform {
     fn cpu(&self) -> usize;
     /// One iteration of a busy-wait loop.
     fn relax(&self);
-    /// Halts if `cond()`, evaluated with interrupts disabled, holds; returns
-    /// whether it halted. Never halts in NMI context.
-    fn halt_if(&self, cond: impl FnOnce() -> bool) -> bool;
-    /// Wakes `cpu` if it is halted.
-    fn kick(&self, cpu: usize) -> Kick;
+    /// Waits as `how` says (with `token` for a hypercall wait) if `cond()`,
+    /// evaluated with interrupts disabled, holds. Never waits in NMI
+    /// context.
+    fn wait_if(&self, how: Wait, token: u64, cond: impl FnOnce() -> bool) -> Waited;
+    /// `KVM_HC_PVLOCK_KICK`: ends `cpu`'s wait with `token`, now or when it
+    /// comes.
+    fn kick(&self, cpu: usize, token: u64) -> Result<Kick, KickError>;
+    /// Whether `KVM_HC_KICK_CPU` is offered.
+    fn have_kick_cpu(&self) -> bool;
+    /// `KVM_HC_KICK_CPU`: ends `cpu`'s halt or lock wait, or its next one.
+    fn kick_cpu(&self, cpu: usize) -> Result<(), KickError>;
+    /// Ends whatever wait `cpu` is in, with an NMI.
+    fn wake_nmi(&self, cpu: usize);
     /// Whether the host has preempted `cpu`'s vCPU.
     fn preempted(&self, cpu: usize) -> bool;
-    /// Nanoseconds, for statistics.
+    /// Nanoseconds, for statistics and the first token.
     fn now(&self) -> u64;
-    /// Spin loops before halting while the awaited vCPU runs.
+    /// Spin loops before waiting while the awaited vCPU runs.
     fn spin_threshold(&self) -> u32;
-    /// When to halt before the spin threshold: [`EARLY_NEVER`],
+    /// When to wait before the spin threshold: [`EARLY_NEVER`],
     /// [`EARLY_PREV_HALTED`] or [`EARLY_PREEMPTED`].
     fn early_halt(&self) -> u32;
     /// Whether a spinning queue head gives its time slice to the likely
@@ -143,79 +210,95 @@ pub(crate) trait Platform {
     fn yield_to(&self, cpu: usize);
     /// Whether to keep statistics.
     fn stats_enabled(&self) -> bool;
-    /// Loops an unlocker watches a waiter that was not yet halted before it
-    /// kicks again. Only delays the next kick: the model checker, which
-    /// explores schedules rather than time, uses 0.
-    #[inline(always)]
-    fn kick_retry_polls(&self) -> u32 {
-        KICK_RETRY_POLLS
-    }
     /// A trace point for the model checker; nothing in the kernel (`v` is
     /// not even evaluated).
     #[inline(always)]
     fn note(&self, _what: &str, _v: impl FnOnce() -> u64) {}
+    /// Whether the seeded bug `m` is on (model check only).
+    #[inline(always)]
+    fn mutant(&self, _m: Mutant) -> bool {
+        false
+    }
 }
 
-/// Counters, per CPU; see `Documentation/pvlock/guest.rst`.
+/// Counters, per CPU; names in `abi::GUEST_COUNTERS`, documented in
+/// `Documentation/pvlock/guest.rst`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(usize)]
 pub(crate) enum Counter {
     /// Acquisitions through the queue (slowpath).
     TakenSlow,
-    /// ... of which the head found the lock free while about to halt.
+    /// ... of which the head found the lock free while about to wait.
     TakenSlowPickup,
     /// Acquisitions by stealing a free lock ahead of the queue.
     TakenSteal,
     /// Slowpaths beyond four nesting levels (trylock loop).
     TakenNested,
-    /// Unlocks that took the slow path (a halted waiter was hashed).
+    /// Unlocks that took the slow path (a waiting waiter was hashed); each
+    /// kicks once.
     ReleasedSlow,
-    /// ... that kicked the waiter.
-    ReleasedSlowKicked,
-    /// Halts of a queue head.
+    /// Waits of a queue head.
     HaltsHead,
-    /// Halts of a queued waiter behind the head.
+    /// Waits of a queued waiter behind the head.
     HaltsNode,
-    /// Halts decided early: the awaited vCPU was preempted or halted.
+    /// Waits decided early: the awaited vCPU was preempted or waiting.
     HaltsEarly,
     /// Wake-ups that found the wait not over.
     SpuriousWakeups,
     /// Kick hypercalls made.
     Kicks,
-    /// Kicks the host answered with "not halted" (then retried).
-    KicksNotHalted,
-    /// Nanoseconds spent halted.
+    /// Project kicks the host held for a wait not started yet.
+    KicksHeld,
+    /// Kicks the host refused or no longer offers.
+    KickFailures,
+    /// Targets woken with `KVM_HC_KICK_CPU` after the host refused the
+    /// project kick for them.
+    KicksFallback,
+    /// Targets woken with an NMI because no kick works.
+    KicksNmi,
+    /// Nanoseconds spent waiting.
     TimeBlocked,
     /// Unlocks that found a locked byte they did not expect.
     BadUnlocks,
     /// Directed yields of a queue head to the preempted likely holder.
     Yields,
+    /// Moves to a mode that waits and kicks differently (or not at all).
+    ModeChanges,
 }
 
 /// Number of [`Counter`]s.
-pub(crate) const NR_COUNTERS: usize = Counter::Yields as usize + 1;
+pub(crate) const NR_COUNTERS: usize = Counter::ModeChanges as usize + 1;
 
-/// Every counter with its debugfs name.
-pub(crate) const COUNTERS: [(Counter, &core::ffi::CStr); NR_COUNTERS] = [
-    (Counter::TakenSlow, c"taken_slow"),
-    (Counter::TakenSlowPickup, c"taken_slow_pickup"),
-    (Counter::TakenSteal, c"taken_steal"),
-    (Counter::TakenNested, c"taken_nested"),
-    (Counter::ReleasedSlow, c"released_slow"),
-    (Counter::ReleasedSlowKicked, c"released_slow_kicked"),
-    (Counter::HaltsHead, c"halts_head"),
-    (Counter::HaltsNode, c"halts_node"),
-    (Counter::HaltsEarly, c"halts_early"),
-    (Counter::SpuriousWakeups, c"spurious_wakeups"),
-    (Counter::Kicks, c"kicks"),
-    (Counter::KicksNotHalted, c"kicks_not_halted"),
-    (Counter::TimeBlocked, c"time_blocked_ns"),
-    (Counter::BadUnlocks, c"bad_unlocks"),
-    (Counter::Yields, c"yields"),
+/// Every counter, in `abi::GUEST_COUNTERS` order.
+pub(crate) const COUNTERS: [Counter; NR_COUNTERS] = [
+    Counter::TakenSlow,
+    Counter::TakenSlowPickup,
+    Counter::TakenSteal,
+    Counter::TakenNested,
+    Counter::ReleasedSlow,
+    Counter::HaltsHead,
+    Counter::HaltsNode,
+    Counter::HaltsEarly,
+    Counter::SpuriousWakeups,
+    Counter::Kicks,
+    Counter::KicksHeld,
+    Counter::KickFailures,
+    Counter::KicksFallback,
+    Counter::KicksNmi,
+    Counter::TimeBlocked,
+    Counter::BadUnlocks,
+    Counter::Yields,
+    Counter::ModeChanges,
 ];
 
-/// Buckets of the histograms: `[2^k, 2^(k+1))` nanoseconds.
-pub(crate) const HIST_BUCKETS: usize = 32;
+const _: () = assert!(COUNTERS.len() == abi::GUEST_COUNTERS.len());
+
+impl Counter {
+    /// The debugfs name.
+    pub(crate) fn name(self) -> &'static core::ffi::CStr {
+        abi::GUEST_COUNTERS[self as usize]
+    }
+}
 
 /// The histograms, per CPU.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -223,73 +306,25 @@ pub(crate) const HIST_BUCKETS: usize = 32;
 pub(crate) enum Histogram {
     /// Time from entering the slowpath to owning the lock.
     Wait,
-    /// Time spent spinning before owning the lock or halting.
+    /// Time spent spinning before owning the lock or waiting.
     Spin,
-    /// Time of each halt.
+    /// Time of each wait.
     Blocked,
 }
 
 /// Number of [`Histogram`]s.
 pub(crate) const NR_HISTOGRAMS: usize = 3;
 
-/// Every histogram with its debugfs name.
-pub(crate) const HISTOGRAMS: [(Histogram, &core::ffi::CStr); NR_HISTOGRAMS] = [
-    (Histogram::Wait, c"histo_wait"),
-    (Histogram::Spin, c"histo_spin"),
-    (Histogram::Blocked, c"histo_blocked"),
-];
+/// Every histogram, in `abi::GUEST_HISTOGRAMS` order.
+pub(crate) const HISTOGRAMS: [Histogram; NR_HISTOGRAMS] =
+    [Histogram::Wait, Histogram::Spin, Histogram::Blocked];
 
-/// The bucket of `v` in a histogram.
-pub(crate) const fn bucket(v: u64) -> usize {
-    if v == 0 {
-        return 0;
-    }
-    let k = (63 - v.leading_zeros()) as usize;
-    if k >= HIST_BUCKETS {
-        HIST_BUCKETS - 1
-    } else {
-        k
-    }
-}
+const _: () = assert!(HISTOGRAMS.len() == abi::GUEST_HISTOGRAMS.len());
 
-// Constructors are `const` for the kernel's static lock and plain functions
-// under loom, whose atomics cannot be built in constant context.
-macro_rules! maybe_const_fn {
-    ($(#[$m:meta])* $v:vis fn $name:ident() -> $ret:ty $body:block) => {
-        $(#[$m])* #[cfg(not(loom))] $v const fn $name() -> $ret $body
-        $(#[$m])* #[cfg(loom)] $v fn $name() -> $ret $body
-    };
-}
-
-// An array of `$n` values of `$e`, in constant context where possible.
-#[cfg(not(loom))]
-macro_rules! arr {
-    ($e:expr; $n:expr) => {
-        [const { $e }; $n]
-    };
-}
-#[cfg(loom)]
-macro_rules! arr {
-    ($e:expr; $n:expr) => {
-        core::array::from_fn(|_| $e)
-    };
-}
-
-/// A CPU's statistics.
-#[repr(align(64))]
-pub(crate) struct CpuStats {
-    counters: [AtomicU64; NR_COUNTERS],
-    hist: [[AtomicU32; HIST_BUCKETS]; NR_HISTOGRAMS],
-}
-
-impl CpuStats {
-    maybe_const_fn! {
-        fn new() -> Self {
-            Self {
-                counters: arr![AtomicU64::new(0); NR_COUNTERS],
-                hist: arr![arr![AtomicU32::new(0); HIST_BUCKETS]; NR_HISTOGRAMS],
-            }
-        }
+impl Histogram {
+    /// The debugfs name.
+    pub(crate) fn name(self) -> &'static core::ffi::CStr {
+        abi::GUEST_HISTOGRAMS[self as usize]
     }
 }
 
@@ -300,23 +335,45 @@ pub(crate) struct Node {
     locked: AtomicU32,
     /// Id + 1 of the successor, 0 while there is none.
     next: AtomicU32,
-    /// `RUNNING`, `HALTED` (a queued waiter halts or is about to), or
-    /// `HASHED` (a head halts or is about to, or a halted waiter whose
+    /// `RUNNING`, `HALTED` (a queued waiter waits or is about to), or
+    /// `HASHED` (a head waits or is about to, or a waiting waiter whose
     /// predecessor hashed it for the unlocker to kick).
     state: AtomicU32,
-    /// In a CPU's first node only: how many nodes that CPU uses.
-    count: AtomicU32,
+    /// The token of the node's wait, stored before the wait is announced.
+    token: AtomicU64,
 }
 
 impl Node {
-    maybe_const_fn! {
-        fn new() -> Self {
-            Self {
-                locked: AtomicU32::new(0),
-                next: AtomicU32::new(0),
-                state: AtomicU32::new(RUNNING),
-                count: AtomicU32::new(0),
-            }
+    fn new() -> Self {
+        Self {
+            locked: AtomicU32::new(0),
+            next: AtomicU32::new(0),
+            state: AtomicU32::new(RUNNING),
+            token: AtomicU64::new(0),
+        }
+    }
+}
+
+/// A CPU's nodes, tokens and statistics.
+#[repr(align(64))]
+pub(crate) struct CpuState {
+    nodes: [Node; MAX_NODES],
+    /// How many nodes the CPU uses (slowpaths nested on it).
+    count: AtomicU32,
+    /// The CPU's last wait token.
+    token: AtomicU64,
+    counters: [AtomicU64; NR_COUNTERS],
+    hist: [[AtomicU32; abi::HIST_BUCKETS]; NR_HISTOGRAMS],
+}
+
+impl CpuState {
+    fn new(first_token: u64) -> Self {
+        Self {
+            nodes: core::array::from_fn(|_| Node::new()),
+            count: AtomicU32::new(0),
+            token: AtomicU64::new(first_token),
+            counters: core::array::from_fn(|_| AtomicU64::new(0)),
+            hist: core::array::from_fn(|_| core::array::from_fn(|_| AtomicU32::new(0))),
         }
     }
 }
@@ -329,27 +386,36 @@ struct HashEntry {
 }
 
 impl HashEntry {
-    maybe_const_fn! {
-        fn new() -> Self {
-            Self {
-                lock: AtomicUsize::new(0),
-                node: AtomicU32::new(0),
-            }
+    fn new() -> Self {
+        Self {
+            lock: AtomicUsize::new(0),
+            node: AtomicU32::new(0),
         }
     }
 }
 
-/// The lock's per-CPU state for `NCPU` CPUs, with a hash table of `NHASH`
-/// entries (a power of two, at least `NCPU * MAX_NODES`: every node may be
-/// hashed at once).
-pub(crate) struct PvLock<const NCPU: usize, const NHASH: usize> {
-    nodes: [[Node; MAX_NODES]; NCPU],
-    hash: [HashEntry; NHASH],
+/// The lock's per-CPU state and hash table, for the CPUs the guest can have.
+///
+/// # Invariants
+///
+/// `cpus.len() == cpu_mask + 1` and `hash.len() == owners.len() ==
+/// hash_mask + 1`, powers of two; `hash` has an entry for every node.
+pub(crate) struct PvLock {
+    cpus: Table<CpuState>,
+    cpu_mask: usize,
+    hash: Table<HashEntry>,
     /// By lock address hash: CPU + 1 of the last owner that took the lock
     /// through the slowpath. A hint (collisions and fast-path owners make
     /// it wrong at times) for whom a queue head waits.
-    owners: [AtomicU32; NHASH],
-    stats: [CpuStats; NCPU],
+    owners: Table<AtomicU32>,
+    hash_mask: usize,
+    /// `MODE_*`; only grows.
+    mode: AtomicU32,
+    /// Stands in for an index out of range, which the invariants exclude:
+    /// the lookups below need no panic path.
+    spare: CpuState,
+    spare_entry: HashEntry,
+    spare_owner: AtomicU32,
 }
 
 #[inline]
@@ -357,69 +423,103 @@ fn node_id(cpu: usize, idx: usize) -> u32 {
     (cpu * MAX_NODES + idx) as u32
 }
 
-#[inline]
-fn encode_tail(cpu: usize, idx: usize) -> u32 {
-    ((cpu as u32).wrapping_add(1) << Q_TAIL_CPU_OFFSET) | ((idx as u32) << Q_TAIL_IDX_OFFSET)
-}
-
-#[inline]
-fn decode_tail(tail: u32) -> (usize, usize) {
-    (
-        ((tail >> Q_TAIL_CPU_OFFSET).wrapping_sub(1)) as usize,
-        ((tail >> Q_TAIL_IDX_OFFSET) & 3) as usize,
-    )
-}
-
-impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
-    maybe_const_fn! {
-        /// A lock with no waiter and zeroed statistics.
-        pub(crate) fn new() -> Self {
-            assert!(NHASH.is_power_of_two() && NHASH >= NCPU * MAX_NODES);
-            Self {
-                nodes: arr![arr![Node::new(); MAX_NODES]; NCPU],
-                hash: arr![HashEntry::new(); NHASH],
-                owners: arr![AtomicU32::new(0); NHASH],
-                stats: arr![CpuStats::new(); NCPU],
-            }
-        }
+impl PvLock {
+    /// The lock state for `ncpu` CPUs, waiting and kicking as `mode` says;
+    /// the first tokens are `first_token` (the clock: each wait takes more
+    /// than a nanosecond, so a lock made later starts above every token of
+    /// an earlier one).
+    pub(crate) fn new(ncpu: usize, mode: u32, first_token: u64) -> Option<Self> {
+        let ncpu = ncpu.max(1).checked_next_power_of_two()?;
+        let nhash = ncpu.checked_mul(MAX_NODES)?;
+        // INVARIANT: powers of two, `nhash` entries for `ncpu * MAX_NODES`
+        // nodes.
+        Some(Self {
+            cpus: table(ncpu, || CpuState::new(first_token))?,
+            cpu_mask: ncpu - 1,
+            hash: table(nhash, HashEntry::new)?,
+            owners: table(nhash, || AtomicU32::new(0))?,
+            hash_mask: nhash - 1,
+            mode: AtomicU32::new(mode),
+            spare: CpuState::new(first_token),
+            spare_entry: HashEntry::new(),
+            spare_owner: AtomicU32::new(0),
+        })
     }
 
-    // Indices below are reduced modulo the table sizes. CPU numbers and node
-    // ids are in range by construction (the tables are sized for `NR_CPUS`),
-    // but some come from the lock word or a node's `next`, and the reduction
-    // (a mask: `NCPU` is a power of two in the kernel) makes it evident to
-    // the compiler that no index check, and so no panic, is needed.
+    /// The state of `cpu`.
+    #[inline]
+    fn cpu_state(&self, cpu: usize) -> &CpuState {
+        self.cpus.get(cpu & self.cpu_mask).unwrap_or(&self.spare)
+    }
 
     /// The node with id `id`.
     #[inline]
     fn node(&self, id: u32) -> &Node {
-        let id = id as usize % (NCPU * MAX_NODES);
-        &self.nodes[id / MAX_NODES][id % MAX_NODES]
+        let id = id as usize;
+        &self.cpu_state(id / MAX_NODES).nodes[id % MAX_NODES]
     }
 
-    /// The nodes of `cpu`.
     #[inline]
-    fn cpu_nodes(&self, cpu: usize) -> &[Node; MAX_NODES] {
-        &self.nodes[cpu % NCPU]
+    fn hash_entry(&self, slot: usize) -> &HashEntry {
+        self.hash
+            .get(slot & self.hash_mask)
+            .unwrap_or(&self.spare_entry)
     }
 
-    /// The statistics of `cpu`.
     #[inline]
-    fn cpu_stats(&self, cpu: usize) -> &CpuStats {
-        &self.stats[cpu % NCPU]
+    fn owner_hint(&self, addr: usize) -> &AtomicU32 {
+        let slot = self.hash_start(addr);
+        self.owners.get(slot).unwrap_or(&self.spare_owner)
+    }
+
+    /// The lock's mode now.
+    pub(crate) fn mode(&self) -> u32 {
+        self.mode.load(Ordering::Acquire)
+    }
+
+    /// Moves from `from` to the next mode that works without it: waits
+    /// with `HLT` if `KVM_HC_KICK_CPU` is offered, else no waits. Returns
+    /// the mode now, which is past `from`.
+    pub(crate) fn degrade<P: Platform>(&self, p: &P, from: u32) -> u32 {
+        let to = if from == MODE_WAIT && p.have_kick_cpu() {
+            MODE_HLT
+        } else {
+            MODE_SPIN
+        };
+        match self
+            .mode
+            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => {
+                self.count(p, p.cpu(), Counter::ModeChanges, 1);
+                p.note("mode ->", || to.into());
+                to
+            }
+            Err(now) => now,
+        }
     }
 
     #[inline]
     fn count<P: Platform>(&self, p: &P, cpu: usize, c: Counter, v: u64) {
         if p.stats_enabled() {
-            self.cpu_stats(cpu).counters[c as usize].fetch_add(v, Ordering::Relaxed);
+            if let Some(a) = self.cpu_state(cpu).counters.get(c as usize) {
+                a.fetch_add(v, Ordering::Relaxed);
+            }
         }
     }
 
     #[inline]
     fn record<P: Platform>(&self, p: &P, cpu: usize, h: Histogram, v: u64) {
         if p.stats_enabled() {
-            self.cpu_stats(cpu).hist[h as usize][bucket(v)].fetch_add(1, Ordering::Relaxed);
+            let bucket = abi::bucket(v);
+            if let Some(b) = self
+                .cpu_state(cpu)
+                .hist
+                .get(h as usize)
+                .and_then(|h| h.get(bucket))
+            {
+                b.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
@@ -434,27 +534,25 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
 
     /// The sum over CPUs of counter `c`.
     pub(crate) fn counter(&self, c: Counter) -> u64 {
-        self.stats
+        self.cpus
             .iter()
-            .map(|s| s.counters[c as usize].load(Ordering::Relaxed))
+            .filter_map(|s| s.counters.get(c as usize))
+            .map(|a| a.load(Ordering::Relaxed))
             .fold(0u64, u64::wrapping_add)
     }
 
     /// The sum over CPUs of bucket `k` of histogram `h`.
     pub(crate) fn histogram_bucket(&self, h: Histogram, k: usize) -> u32 {
-        self.stats
+        self.cpus
             .iter()
-            .map(|s| {
-                s.hist[h as usize]
-                    .get(k)
-                    .map_or(0, |b| b.load(Ordering::Relaxed))
-            })
+            .filter_map(|s| s.hist.get(h as usize).and_then(|h| h.get(k)))
+            .map(|b| b.load(Ordering::Relaxed))
             .fold(0u32, u32::wrapping_add)
     }
 
     /// Zeroes every statistic.
     pub(crate) fn zero_stats(&self) {
-        for s in &self.stats {
+        for s in self.cpus.iter() {
             for c in &s.counters {
                 c.store(0, Ordering::Relaxed);
             }
@@ -466,55 +564,64 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
         }
     }
 
+    /// Whether no CPU is inside the slowpath (all nesting counts are 0).
+    #[allow(dead_code)]
+    pub(crate) fn idle(&self) -> bool {
+        self.cpus
+            .iter()
+            .all(|s| s.count.load(Ordering::Relaxed) == 0)
+    }
+
     // ------------------------------------------------------------- hash
 
     fn hash_start(&self, addr: usize) -> usize {
         // Fibonacci hashing of the lock address.
         let h = (addr as u64).wrapping_mul(0x61c8_8646_80b5_83eb);
-        (h >> 32) as usize & (NHASH - 1)
+        (h >> 32) as usize & self.hash_mask
     }
 
     /// Notes `cpu` as the owner of lock `addr`.
     #[inline]
     fn set_owner(&self, addr: usize, cpu: usize) {
-        self.owners[self.hash_start(addr)].store((cpu as u32).wrapping_add(1), Ordering::Relaxed);
+        self.owner_hint(addr)
+            .store((cpu as u32).wrapping_add(1), Ordering::Relaxed);
     }
 
     /// The likely owner of lock `addr`, if known.
     #[inline]
     fn owner(&self, addr: usize) -> Option<usize> {
-        match self.owners[self.hash_start(addr)].load(Ordering::Relaxed) {
+        match self.owner_hint(addr).load(Ordering::Relaxed) {
             0 => None,
             c => Some(c as usize - 1),
         }
     }
 
-    /// Records that node `id` waits halted for lock `addr`.
-    fn hash(&self, addr: usize, id: u32) -> usize {
+    /// Records that node `id` waits for lock `addr`; returns the slot.
+    fn hash(&self, addr: usize, id: u32) -> Option<usize> {
         let start = self.hash_start(addr);
-        // NHASH >= every node there is, and a node is hashed at most once:
-        // the first pass finds a free entry.
-        let mut i = 0usize;
-        loop {
-            let slot = start.wrapping_add(i) & (NHASH - 1);
-            let he = &self.hash[slot];
+        // The table has an entry for every node, and a node is hashed at
+        // most once: a free entry is found in one pass, and `None` is not
+        // reachable.
+        for i in 0..=self.hash_mask {
+            let slot = start.wrapping_add(i) & self.hash_mask;
+            let he = self.hash_entry(slot);
             if he
                 .lock
                 .compare_exchange(0, addr, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
             {
                 he.node.store(id, Ordering::Relaxed);
-                return slot;
+                return Some(slot);
             }
-            i = i.wrapping_add(1);
         }
+        None
     }
 
     /// Removes and returns the node hashed for lock `addr`.
     fn unhash(&self, addr: usize) -> Option<u32> {
         let start = self.hash_start(addr);
-        for i in 0..NHASH {
-            let he = &self.hash[start.wrapping_add(i) & (NHASH - 1)];
+        for i in 0..=self.hash_mask {
+            let he = self.hash_entry(start.wrapping_add(i));
             if he.lock.load(Ordering::Relaxed) == addr {
                 let id = he.node.load(Ordering::Relaxed);
                 he.lock.store(0, Ordering::Release);
@@ -522,6 +629,110 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             }
         }
         None
+    }
+
+    // ------------------------------------------------------------- waits
+
+    /// A new token for a wait of `cpu`.
+    #[inline]
+    fn next_token(&self, cpu: usize) -> u64 {
+        // An atomic increment: a slowpath nested on this CPU by an
+        // interrupt gets a token of its own.
+        self.cpu_state(cpu)
+            .token
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_add(1)
+    }
+
+    /// Waits in `mode` for the wait `token` while `cond()` holds; counts the
+    /// time. A withdrawn wait hypercall moves the lock to the next mode.
+    fn wait_in_mode<P: Platform>(
+        &self,
+        p: &P,
+        cpu: usize,
+        mode: u32,
+        token: u64,
+        cond: impl FnOnce() -> bool,
+    ) {
+        let how = if mode == MODE_WAIT {
+            Wait::Hypercall
+        } else {
+            Wait::Hlt
+        };
+        let t = self.clock(p);
+        let cond = || p.mutant(Mutant::NoRecheck) || cond();
+        match p.wait_if(how, token, cond) {
+            Waited::Ended => {
+                let d = self.clock(p).wrapping_sub(t);
+                self.count(p, cpu, Counter::TimeBlocked, d);
+                self.record(p, cpu, Histogram::Blocked, d);
+            }
+            Waited::Gone => {
+                self.degrade(p, mode);
+            }
+            Waited::Skipped => {}
+        }
+    }
+
+    /// Kicks the wait `token` of `target`: one hypercall, two if the host
+    /// refuses the first for this target, three if it withdraws both kind
+    /// of kick; never a wait for the target.
+    fn kick_waiter<P: Platform>(&self, p: &P, cpu: usize, target: usize, token: u64) {
+        // Read after the release: never older than the mode the waiter
+        // read before its re-check.
+        let mut mode = self.mode();
+        // Each turn either returns or moves `mode` on: at most three.
+        loop {
+            match mode {
+                MODE_WAIT => {
+                    self.count(p, cpu, Counter::Kicks, 1);
+                    match p.kick(target, token) {
+                        Ok(Kick::Woken) => return,
+                        Ok(Kick::Held) => {
+                            self.count(p, cpu, Counter::KicksHeld, 1);
+                            return;
+                        }
+                        Err(e) => {
+                            self.count(p, cpu, Counter::KickFailures, 1);
+                            p.note("kick failed, target", || target as u64);
+                            if p.mutant(Mutant::NoFallback) {
+                                return;
+                            }
+                            if e == KickError::Gone {
+                                mode = self.degrade(p, MODE_WAIT);
+                                continue;
+                            }
+                            // Refused for this target only: end its wait
+                            // another way. `KVM_HC_KICK_CPU` ends a lock
+                            // wait too, or makes it return at once.
+                            if p.have_kick_cpu() && p.kick_cpu(target).is_ok() {
+                                self.count(p, cpu, Counter::KicksFallback, 1);
+                            } else {
+                                p.wake_nmi(target);
+                                self.count(p, cpu, Counter::KicksNmi, 1);
+                            }
+                            return;
+                        }
+                    }
+                }
+                MODE_HLT => {
+                    self.count(p, cpu, Counter::Kicks, 1);
+                    if p.kick_cpu(target).is_ok() {
+                        return;
+                    }
+                    self.count(p, cpu, Counter::KickFailures, 1);
+                    if p.mutant(Mutant::NoFallback) {
+                        return;
+                    }
+                    mode = self.degrade(p, MODE_HLT);
+                }
+                _ => {
+                    p.wake_nmi(target);
+                    self.count(p, cpu, Counter::KicksNmi, 1);
+                    return;
+                }
+            }
+        }
     }
 
     // ------------------------------------------------------------- lock
@@ -551,15 +762,15 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             return;
         }
         let t0 = self.clock(p);
-        let base = &self.cpu_nodes(cpu)[0];
-        let idx = base.count.load(Ordering::Relaxed) as usize;
-        base.count
+        let cs = self.cpu_state(cpu);
+        let idx = cs.count.load(Ordering::Relaxed) as usize;
+        cs.count
             .store((idx as u32).wrapping_add(1), Ordering::Relaxed);
         // The count is ours until we return: an interrupt that nests a
         // slowpath on this CPU restores it before we run again.
         fence(Ordering::Acquire);
 
-        if idx >= MAX_NODES {
+        let Some(node) = cs.nodes.get(idx) else {
             // Deeper nesting than nodes (NMI inside everything): take the
             // lock whenever it is free, queue or no queue.
             while lock.val() & Q_LOCKED_PENDING_MASK != 0
@@ -568,11 +779,9 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
                 p.relax();
             }
             self.count(p, cpu, Counter::TakenNested, 1);
-            base.count.store(idx as u32, Ordering::Relaxed);
+            cs.count.store(idx as u32, Ordering::Relaxed);
             return;
-        }
-
-        let node = &self.cpu_nodes(cpu)[idx];
+        };
         node.locked.store(0, Ordering::Relaxed);
         node.next.store(0, Ordering::Relaxed);
         node.state.store(RUNNING, Ordering::Relaxed);
@@ -585,7 +794,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
         let mut holder = None;
         if old & Q_TAIL_MASK != 0 {
             let (pcpu, pidx) = decode_tail(old);
-            let prev = &self.cpu_nodes(pcpu)[pidx];
+            let prev = self.node(node_id(pcpu, pidx));
             prev.next
                 .store(node_id(cpu, idx).wrapping_add(1), Ordering::Release);
             self.wait_node(p, cpu, node, prev, pcpu);
@@ -599,7 +808,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
 
         // We own the lock. If nobody queued behind us, clear the tail.
         if val & Q_TAIL_MASK == tail && lock.cmpxchg_val(val, u32::from(Q_LOCKED_VAL)).is_ok() {
-            base.count.store(idx as u32, Ordering::Relaxed);
+            cs.count.store(idx as u32, Ordering::Relaxed);
             return;
         }
         // Somebody is queued (or about to be): wait for the link, pass the
@@ -611,14 +820,14 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             }
         }
         let succ = self.node(next - 1);
-        // A full exchange: the successor announces its halt and then reads
+        // A full exchange: the successor announces its wait and then reads
         // `locked`, we write `locked` and then read its state (kick_node).
         succ.locked.swap(1, Ordering::AcqRel);
         self.kick_node(p, lock, succ, next - 1);
-        base.count.store(idx as u32, Ordering::Relaxed);
+        cs.count.store(idx as u32, Ordering::Relaxed);
     }
 
-    /// Spins, then halts, until the predecessor makes `node` the head.
+    /// Spins, then waits, until the predecessor makes `node` the head.
     fn wait_node<P: Platform>(&self, p: &P, cpu: usize, node: &Node, prev: &Node, pcpu: usize) {
         loop {
             let t_spin = self.clock(p);
@@ -644,26 +853,35 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             }
             self.record(p, cpu, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
 
-            // Announce the halt, then look once more (the predecessor sets
-            // `locked` first and reads `state` after).
+            // The mode before the re-check; no waits in MODE_SPIN.
+            let mode = self.mode();
+            if mode == MODE_SPIN {
+                continue;
+            }
+            // Token, then the announcement, then one more look (the
+            // predecessor sets `locked` first and reads `state` after).
+            let token = self.next_token(cpu);
+            if !p.mutant(Mutant::TokenAfterRecheck) {
+                node.token.store(token, Ordering::Relaxed);
+            }
             node.state.swap(HALTED, Ordering::AcqRel);
-            p.note("node: halting, early", || early.into());
+            p.note("node: waiting, early", || early.into());
             if node.locked.fetch_add(0, Ordering::AcqRel) == 0 {
                 self.count(p, cpu, Counter::HaltsNode, 1);
                 if early {
                     self.count(p, cpu, Counter::HaltsEarly, 1);
                 }
-                let t = self.clock(p);
                 let still_halted = || {
-                    node.state
+                    let c = node
+                        .state
                         .compare_exchange(HALTED, HALTED, Ordering::AcqRel, Ordering::Relaxed)
-                        .is_ok()
+                        .is_ok();
+                    if p.mutant(Mutant::TokenAfterRecheck) {
+                        node.token.store(token, Ordering::Relaxed);
+                    }
+                    c
                 };
-                if p.halt_if(still_halted) {
-                    let d = self.clock(p).wrapping_sub(t);
-                    self.count(p, cpu, Counter::TimeBlocked, d);
-                    self.record(p, cpu, Histogram::Blocked, d);
-                }
+                self.wait_in_mode(p, cpu, mode, token, still_halted);
             }
             // Back to running unless the predecessor hashed us for a kick
             // (then we stay `HASHED` until we are the head).
@@ -689,7 +907,7 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
         holder: Option<usize>,
         t0: u64,
     ) -> u32 {
-        // A predecessor that found us halted hashed us already.
+        // A predecessor that found us waiting hashed us already.
         let mut hashed = node.state.load(Ordering::Relaxed) == HASHED;
         loop {
             // Every change of a node's state is a read-modify-write: an
@@ -700,10 +918,10 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             let threshold = p.spin_threshold();
             let policy = p.early_halt();
             let mut early = false;
+            let mut yielded = false;
             // Pending: no stealing while we spin.
             lock.set_pending(1);
             let mut loops: u32 = 0;
-            let mut last_yield: u32 = 0;
             while loops < threshold {
                 if lock.locked() == 0
                     && lock.cmpxchg_locked_pending(1 << 8, u16::from(Q_LOCKED_VAL))
@@ -725,16 +943,16 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
                     // predecessor, which took it before handing over.
                     match self.owner(lock.addr()).or(holder) {
                         Some(h) if h != cpu && p.preempted(h) => {
-                            if policy >= EARLY_PREEMPTED {
-                                early = true;
-                                break;
-                            }
-                            // No pause-loop exiting to do it for us: let the
-                            // holder run, then go on spinning.
-                            if loops.wrapping_sub(last_yield) >= YIELD_INTERVAL || last_yield == 0 {
+                            // No pause-loop exiting to do it for us: give
+                            // the holder our time slice once; if it is still
+                            // preempted after that, wait.
+                            if p.yield_enabled() && !yielded {
                                 p.yield_to(h);
                                 self.count(p, cpu, Counter::Yields, 1);
-                                last_yield = loops | 1;
+                                yielded = true;
+                            } else if policy >= EARLY_PREEMPTED {
+                                early = true;
+                                break;
                             }
                         }
                         _ => {}
@@ -746,14 +964,24 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             lock.set_pending(0);
             self.record(p, cpu, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
 
+            // The mode before the re-check; no waits in MODE_SPIN.
+            let mode = self.mode();
+            if mode == MODE_SPIN {
+                continue;
+            }
             if !hashed {
                 // Hash before marking the lock slow: an unlocker that sees
                 // the mark must find the entry.
-                let slot = self.hash(lock.addr(), me);
-                if lock.xchg_locked(Q_SLOW_VAL) == 0 {
+                let marked = p
+                    .mutant(Mutant::MarkBeforeHash)
+                    .then(|| lock.xchg_locked(Q_SLOW_VAL));
+                let Some(slot) = self.hash(lock.addr(), me) else {
+                    continue;
+                };
+                if marked.unwrap_or_else(|| lock.xchg_locked(Q_SLOW_VAL)) == 0 {
                     // The lock was free: it is ours. Undo the mark.
                     lock.set_locked(Q_LOCKED_VAL);
-                    self.hash[slot].lock.store(0, Ordering::Release);
+                    self.hash_entry(slot).lock.store(0, Ordering::Release);
                     let now = self.clock(p);
                     self.record(p, cpu, Histogram::Wait, now.wrapping_sub(t0));
                     self.count(p, cpu, Counter::TakenSlow, 1);
@@ -764,33 +992,39 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
                 hashed = true;
             }
 
-            // Announce the halt with a full exchange: the unlocker clears the
-            // mark and then reads our state when its kick finds us running.
+            // The token, then the announcement with a full exchange, then
+            // the re-check: the unlocker releases, then reads the token.
+            let token = self.next_token(cpu);
+            if !p.mutant(Mutant::TokenAfterRecheck) {
+                node.token.store(token, Ordering::Relaxed);
+            }
             node.state.swap(HASHED, Ordering::AcqRel);
             self.count(p, cpu, Counter::HaltsHead, 1);
             if early {
                 self.count(p, cpu, Counter::HaltsEarly, 1);
             }
-            let t = self.clock(p);
-            // The re-check is an atomic read-modify-write of the mark, ordered
-            // after the announcement above.
-            if p.halt_if(|| lock.cmpxchg_locked(Q_SLOW_VAL, Q_SLOW_VAL).is_ok()) {
-                let d = self.clock(p).wrapping_sub(t);
-                self.count(p, cpu, Counter::TimeBlocked, d);
-                self.record(p, cpu, Histogram::Blocked, d);
-            }
+            // The re-check is an atomic read-modify-write of the mark,
+            // ordered after the announcement above.
+            let still_slow = || {
+                let c = lock.cmpxchg_locked(Q_SLOW_VAL, Q_SLOW_VAL).is_ok();
+                if p.mutant(Mutant::TokenAfterRecheck) {
+                    node.token.store(token, Ordering::Relaxed);
+                }
+                c
+            };
+            self.wait_in_mode(p, cpu, mode, token, still_slow);
             // While the mark is there, our entry is too: a wake-up before the
             // unlock is spurious. Once the unlocker removed both, we do not
             // hash again (upstream's rule): if the lock was stolen meanwhile
             // we spin for it with pending set, which stops further stealing,
-            // rather than halt again and need another kick.
+            // rather than wait again and need another kick.
             if lock.locked() == Q_SLOW_VAL {
                 self.count(p, cpu, Counter::SpuriousWakeups, 1);
             }
         }
     }
 
-    /// The new head passed the queue to `succ`: if `succ` halted, hash it
+    /// The new head passed the queue to `succ`: if `succ` waits, hash it
     /// and mark the lock, for the unlock to kick it once the lock is free.
     fn kick_node<L: LockWord, P: Platform>(&self, p: &P, lock: &L, succ: &Node, id: u32) {
         p.note("kick_node: successor", || id.into());
@@ -803,8 +1037,16 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             return;
         }
         // We hold the lock and nobody else marks it while we do.
-        lock.set_locked(Q_SLOW_VAL);
-        self.hash(lock.addr(), id);
+        if !p.mutant(Mutant::NoSlowMark) {
+            lock.set_locked(Q_SLOW_VAL);
+        }
+        if self.hash(lock.addr(), id).is_none() {
+            // Not reachable (see `hash`); the unlock would find no entry,
+            // so end the successor's wait now: it spins behind us.
+            lock.set_locked(Q_LOCKED_VAL);
+            let token = succ.token.load(Ordering::Acquire);
+            self.kick_waiter(p, p.cpu(), id as usize / MAX_NODES, token);
+        }
     }
 
     // ------------------------------------------------------------- unlock
@@ -825,39 +1067,17 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             lock.release_locked(0);
             return;
         };
-        // A full exchange: if the kick finds the waiter running, we read its
-        // state next, and it re-checks the mark after announcing its halt.
+        // Release only now: once released, the lock's memory may be freed
+        // and reused. A full exchange: the waiter re-checks the mark after
+        // storing its token and announcing its wait; we read the token
+        // after this.
         lock.xchg_locked(0);
         self.count(p, cpu, Counter::ReleasedSlow, 1);
-        let node = self.node(id);
-        let target = id as usize / MAX_NODES;
-        // The waiter may still be on its way into the halt. If the host says
-        // so, try again while the waiter still announces it; once it runs it
-        // sees the lock free by itself. The way into the halt is a few
-        // instructions unless the waiter's vCPU is preempted (and the host
-        // yields to it then): watch its state for a while before spending
-        // another hypercall.
-        'kick: loop {
-            self.count(p, cpu, Counter::Kicks, 1);
-            if p.kick(target) == Kick::Delivered {
-                break;
-            }
-            self.count(p, cpu, Counter::KicksNotHalted, 1);
-            let mut polls = 0;
-            loop {
-                let st = node.state.fetch_add(0, Ordering::AcqRel);
-                p.note("unlock: waiter state", || st.into());
-                if st != HASHED {
-                    break 'kick;
-                }
-                p.relax();
-                if polls >= p.kick_retry_polls() || p.preempted(target) {
-                    break;
-                }
-                polls += 1;
-            }
-        }
-        self.count(p, cpu, Counter::ReleasedSlowKicked, 1);
+        let token = self.node(id).token.load(Ordering::Acquire);
+        p.note("unlock: kick node, token", || {
+            (u64::from(id) << 32) | (token & 0xffff_ffff)
+        });
+        self.kick_waiter(p, cpu, id as usize / MAX_NODES, token);
     }
 
     /// The whole unlock: the inline fast path, then the slowpath. (The
@@ -868,15 +1088,5 @@ impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
             Ok(_) => {}
             Err(locked) => self.unlock_slowpath(p, lock, locked),
         }
-    }
-}
-
-impl<const NCPU: usize, const NHASH: usize> PvLock<NCPU, NHASH> {
-    /// Whether no CPU is inside the slowpath (all nesting counts are 0).
-    #[allow(dead_code)]
-    pub(crate) fn idle(&self) -> bool {
-        self.nodes
-            .iter()
-            .all(|n| n[0].count.load(Ordering::Relaxed) == 0)
     }
 }

@@ -4,10 +4,10 @@
 //! run time.
 //!
 //! Loading the module switches the kernel's `queued_spin_lock_slowpath` and
-//! `queued_spin_unlock` to the lock in `algo.rs` (spin, then halt; the
-//! unlocker kicks a halted waiter with a hypercall); unloading restores the
-//! lock ops that were in place before, native or upstream PV. Statistics are
-//! in debugfs `pvlock/`, tunables in `/sys/module/guest_pvlock/parameters/`.
+//! `queued_spin_unlock` to the lock in `algo.rs` (spin, then wait in the
+//! hypervisor; the unlocker kicks a waiting waiter with a hypercall);
+//! unloading restores the kernel's own lock, native or upstream PV. Statistics
+//! are in debugfs `pvlock/`, tunables in `/sys/module/guest_pvlock/parameters/`.
 //! See `Documentation/pvlock/guest.rst`.
 
 use kernel::{
@@ -15,19 +15,21 @@ use kernel::{
     fmt,
     prelude::*,
     pvlock::{
-        abi, guest,
-        lockops::{self, Kind, LockOps, QSpinLock, QueuedLock},
+        guest,
+        lockops::{self, Installed, Kind, LockOps, QSpinLock, QueuedLock, Slot, UnlockFn},
         stats::{check_zero_stats_write, write_u32_array},
     },
     uaccess::UserSliceReader,
 };
+
+pub(crate) use kernel::pvlock::{abi, qspinlock};
 
 mod algo;
 mod params;
 mod platform;
 mod sync;
 
-use platform::{Guest, KickMethod};
+use platform::Guest;
 
 module! {
     type: GuestPvlock,
@@ -37,26 +39,37 @@ module! {
     license: "GPL",
 }
 
-const NCPU: usize = kernel::bindings::NR_CPUS as usize;
-const NHASH: usize = (NCPU * algo::MAX_NODES).next_power_of_two();
+/// The lock, as installed.
+struct Pvlock {
+    lock: algo::PvLock,
+}
 
-/// The lock's queue nodes, hash table and statistics.
-static LOCK: algo::PvLock<NCPU, NHASH> = algo::PvLock::new();
-
-struct Pvlock;
+/// Where the installed lock is published to the lock ops.
+static SLOT: Slot<Pvlock> = Slot::new();
 
 // SAFETY: `algo::PvLock` is a queued spinlock on the kernel's lock word:
 // `lock_slowpath` returns owning the lock, taking it only by atomic
 // transitions the inline fast paths respect (0 -> locked with no tail, or the
 // locked byte 0 -> 1 when neither locked nor pending); `unlock_slowpath`
-// releases it. Neither sleeps; halting is skipped in NMI context.
+// releases it. Neither sleeps; waiting is skipped in NMI context. `SLOT` is
+// used by this type only, and `guest_pvlock_unlock` (unlock_thunk.c) is the
+// callee-saved thunk that releases a locked byte of 1 inline and calls
+// `guest_pvlock_unlock_slowpath`, defined below for this type, otherwise.
 unsafe impl QueuedLock for Pvlock {
-    fn slowpath(lock: &QSpinLock, _val: u32) {
-        LOCK.lock_slowpath(&Guest, lock)
+    fn slowpath(&self, lock: &QSpinLock, _val: u32) {
+        self.lock.lock_slowpath(&Guest, lock)
     }
 
-    fn unlock_slowpath(lock: &QSpinLock, locked: u8) {
-        LOCK.unlock_slowpath(&Guest, lock, locked)
+    fn unlock_slowpath(&self, lock: &QSpinLock, locked: u8) {
+        self.lock.unlock_slowpath(&Guest, lock, locked)
+    }
+
+    fn slot() -> &'static Slot<Self> {
+        &SLOT
+    }
+
+    fn unlock_thunk() -> UnlockFn {
+        guest_pvlock_unlock
     }
 }
 
@@ -67,16 +80,14 @@ extern "C" {
     fn guest_pvlock_unlock(lock: *mut kernel::bindings::qspinlock);
 }
 
-fn our_ops() -> LockOps {
-    LockOps {
-        slowpath: lockops::slowpath_fn::<Pvlock>(),
-        unlock: guest_pvlock_unlock,
-    }
+/// The installed lock's state, if it is installed.
+fn installed() -> Option<&'static algo::PvLock> {
+    SLOT.get().map(|p| &p.lock)
 }
 
 /// What the lock ops are now, by name.
 fn current_ops_name() -> &'static str {
-    if LockOps::current().same_as(&our_ops()) {
+    if LockOps::current().same_as(&LockOps::of::<Pvlock>()) {
         "pvlock"
     } else {
         Kind::current().name()
@@ -85,42 +96,56 @@ fn current_ops_name() -> &'static str {
 
 /// What happened at load time.
 struct Info {
-    installed: bool,
     reason: &'static str,
     previous: Kind,
+    /// The mode chosen at load time, if installed.
+    mode: Option<u32>,
 }
 
 impl Writer for Info {
     fn write(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use kernel::sync::atomic::Relaxed;
         writeln!(f, "lock_ops: {}", current_ops_name())?;
-        writeln!(f, "installed: {}", u8::from(self.installed))?;
+        writeln!(f, "installed: {}", u8::from(self.mode.is_some()))?;
         writeln!(f, "reason: {}", self.reason)?;
         writeln!(f, "previous: {}", self.previous.name())?;
-        if self.installed {
-            writeln!(f, "kick: {}", platform::kick_method().name())?;
-        } else {
-            writeln!(f, "kick: none")?;
+        match (self.mode, installed()) {
+            (Some(m), Some(l)) => {
+                writeln!(f, "mode: {}", algo::mode_name(l.mode()))?;
+                writeln!(f, "mode_at_load: {}", algo::mode_name(m))?;
+            }
+            _ => {
+                writeln!(f, "mode: none")?;
+                writeln!(f, "mode_at_load: none")?;
+            }
         }
         writeln!(f, "spin_threshold: {}", params::effective_spin_threshold())?;
         writeln!(
             f,
             "host_spin_threshold: {}",
-            params::HOST_SPIN_THRESHOLD.load(kernel::sync::atomic::Relaxed)
+            params::HOST_SPIN_THRESHOLD.load(Relaxed)
         )?;
         writeln!(f, "stats: {}", u8::from(params::STATS.get()))?;
         writeln!(f, "early_halt: {}", params::EARLY_HALT.get())?;
         writeln!(
             f,
             "yield_to_holder: {}",
-            u8::from(
-                params::YIELD.get()
-                    && platform::HAVE_SCHED_YIELD.load(kernel::sync::atomic::Relaxed)
-            )
+            u8::from(params::YIELD.get() && platform::HAVE_SCHED_YIELD.load(Relaxed))
         )?;
         writeln!(
             f,
-            "kick_failures: {}",
-            platform::KICK_FAILURES.load(kernel::sync::atomic::Relaxed)
+            "injected_drops: {}",
+            platform::INJECTED_DROPS.load(Relaxed)
+        )?;
+        writeln!(
+            f,
+            "injected_failures: {}",
+            platform::INJECTED_FAILURES.load(Relaxed)
+        )?;
+        writeln!(
+            f,
+            "injected_delays: {}",
+            platform::INJECTED_DELAYS.load(Relaxed)
         )
     }
 }
@@ -129,7 +154,7 @@ struct CounterFile(algo::Counter);
 
 impl Writer for CounterFile {
     fn write(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "{}", LOCK.counter(self.0))
+        writeln!(f, "{}", installed().map_or(0, |l| l.counter(self.0)))
     }
 }
 
@@ -139,7 +164,8 @@ impl Writer for HistogramFile {
     fn write(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write_u32_array(
             f,
-            (0..algo::HIST_BUCKETS).map(|k| LOCK.histogram_bucket(self.0, k)),
+            (0..abi::HIST_BUCKETS)
+                .map(|k| installed().map_or(0, |l| l.histogram_bucket(self.0, k))),
         )
     }
 }
@@ -155,12 +181,15 @@ struct Files {
 /// else is refused with `EINVAL` and changes nothing.
 fn zero_stats(_: &Files, reader: &mut UserSliceReader) -> Result {
     check_zero_stats_write(reader)?;
-    LOCK.zero_stats();
+    if let Some(l) = installed() {
+        l.zero_stats();
+    }
     Ok(())
 }
 
-/// Decides whether to install, and how to kick.
-fn decide() -> Result<core::result::Result<KickMethod, &'static str>> {
+/// Decides whether to install, and how the lock waits and kicks (an
+/// `algo::MODE_*`), or why not.
+fn decide() -> Result<core::result::Result<u32, &'static str>> {
     if !params::ENABLE.get() {
         return Ok(Err("guest_pvlock.enable=0"));
     }
@@ -178,44 +207,78 @@ fn decide() -> Result<core::result::Result<KickMethod, &'static str>> {
         return Ok(Err("single CPU"));
     }
     let unhalt = guest::kvm_has_feature(abi::KVM_FEATURE_PV_UNHALT);
-    let pvlock = guest::kvm_has_feature(abi::KVM_FEATURE_PVLOCK_KICK);
-    let method = match (params::KICK.get(), pvlock, unhalt) {
-        (0 | 2, true, _) => KickMethod::Pvlock,
-        (0 | 1, _, true) => KickMethod::KickCpu,
+    let mut pvlock = guest::kvm_has_feature(abi::KVM_FEATURE_PVLOCK_KICK);
+    if pvlock {
+        match guest::pvlock_get_param(abi::KVM_PVLOCK_PARAM_VERSION) {
+            Ok(v) if v >= abi::KVM_PVLOCK_ABI_VERSION => {
+                if let Ok(t) = guest::pvlock_get_param(abi::KVM_PVLOCK_PARAM_SPIN_THRESHOLD) {
+                    let t = t.min(u64::from(abi::MAX_SPIN_THRESHOLD)) as u32;
+                    params::HOST_SPIN_THRESHOLD.store(t, kernel::sync::atomic::Relaxed);
+                }
+            }
+            v => {
+                pr_warn!(
+                    "the host's pvlock hypercalls do not answer ABI version {} ({:?}); not using them\n",
+                    abi::KVM_PVLOCK_ABI_VERSION,
+                    v
+                );
+                pvlock = false;
+            }
+        }
+    }
+    match (params::KICK.get(), pvlock, unhalt) {
+        (0 | 2, true, _) => Ok(Ok(algo::MODE_WAIT)),
+        (0 | 1, _, true) => Ok(Ok(algo::MODE_HLT)),
         _ => {
             pr_err!(
-                "not installing: the host offers no kick (KVM_FEATURE_PV_UNHALT={}, KVM_FEATURE_PVLOCK_KICK={}, kick={})\n",
+                "not installing: the host offers no working kick (KVM_FEATURE_PV_UNHALT={}, KVM_FEATURE_PVLOCK_KICK={}, kick={})\n",
                 u8::from(unhalt),
                 u8::from(pvlock),
                 params::KICK.get()
             );
-            return Err(ENODEV);
-        }
-    };
-    if method == KickMethod::Pvlock {
-        match guest::pvlock_get_param(abi::KVM_PVLOCK_PARAM_VERSION) {
-            Ok(v) if v >= abi::KVM_PVLOCK_ABI_VERSION => {}
-            _ => {
-                pr_err!("not installing: the host's pvlock hypercalls do not answer\n");
-                return Err(ENODEV);
-            }
-        }
-        if let Ok(t) = guest::pvlock_get_param(abi::KVM_PVLOCK_PARAM_SPIN_THRESHOLD) {
-            let t = t.min(u64::from(params::MAX_SPIN_THRESHOLD)) as u32;
-            params::HOST_SPIN_THRESHOLD.store(t, kernel::sync::atomic::Relaxed);
+            Err(ENODEV)
         }
     }
-    Ok(Ok(method))
 }
 
 struct GuestPvlock {
-    /// The lock ops to restore, when installed.
-    previous: Option<LockOps>,
-    _debugfs: Pin<KBox<Scope<Files>>>,
+    /// Removed before the lock is uninstalled: its files read the lock.
+    debugfs: Option<Pin<KBox<Scope<Files>>>>,
+    installed: Option<Installed<Pvlock>>,
+}
+
+/// Installs the lock in `mode`.
+fn install(module: &'static ThisModule, mode: u32) -> Result<Installed<Pvlock>> {
+    let lock = algo::PvLock::new(
+        kernel::cpu::nr_cpu_ids() as usize,
+        mode,
+        guest::local_clock(),
+    )
+    .ok_or(ENOMEM)?;
+    let lock = KBox::new(Pvlock { lock }, GFP_KERNEL)?;
+    // The harness knows a lock-op switch is under way from here until the
+    // "installed" line.
+    pr_info!("switching the lock ops to pvlock\n");
+    let t0 = guest::local_clock();
+    let installed = Installed::install(module, lock).inspect_err(|e| {
+        pr_err!(
+            "not installing: the lock ops cannot be switched ({:?})\n",
+            e
+        );
+    })?;
+    pr_info!(
+        "installed in {} ms (was {}): mode {}, spin threshold {}; {} waiters moved from the bridge\n",
+        guest::local_clock().wrapping_sub(t0) / 1_000_000,
+        installed.previous().name(),
+        algo::mode_name(mode),
+        params::effective_spin_threshold(),
+        installed.bridge_moved()
+    );
+    Ok(installed)
 }
 
 impl kernel::Module for GuestPvlock {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
+    fn init(module: &'static ThisModule) -> Result<Self> {
         let features = guest::kvm_features();
         let before = Kind::current();
         pr_info!(
@@ -230,99 +293,79 @@ impl kernel::Module for GuestPvlock {
             pr_err!("not installing: the lock ops are neither native nor upstream PV\n");
             return Err(EBUSY);
         }
+        platform::HAVE_KICK_CPU.store(
+            guest::kvm_has_feature(abi::KVM_FEATURE_PV_UNHALT),
+            kernel::sync::atomic::Relaxed,
+        );
+        platform::HAVE_SCHED_YIELD.store(
+            guest::kvm_has_feature(abi::KVM_FEATURE_PV_SCHED_YIELD),
+            kernel::sync::atomic::Relaxed,
+        );
 
-        let (previous, reason) = match decide()? {
-            Ok(method) => {
-                platform::HAVE_KICK_CPU.store(
-                    guest::kvm_has_feature(abi::KVM_FEATURE_PV_UNHALT),
-                    kernel::sync::atomic::Relaxed,
-                );
-                platform::KICK_METHOD.store(method as u32, kernel::sync::atomic::Relaxed);
-                platform::HAVE_SCHED_YIELD.store(
-                    guest::kvm_has_feature(abi::KVM_FEATURE_PV_SCHED_YIELD),
-                    kernel::sync::atomic::Relaxed,
-                );
-                LOCK.zero_stats();
-                let t0 = guest::local_clock();
-                // SAFETY: `our_ops()` is `Pvlock`, a `QueuedLock`, with the
-                // callee-saved thunk that calls its unlock slowpath for any
-                // locked byte but 1. Its code stays until `drop()` switched
-                // back. Module init and exit are serialised.
-                let switched = unsafe { lockops::switch(our_ops()) };
-                pr_info!(
-                    "installed in {} ms (was {}): kick {}, spin threshold {}; {} waiters moved from the bridge\n",
-                    guest::local_clock().wrapping_sub(t0) / 1_000_000,
-                    before.name(),
-                    method.name(),
-                    params::effective_spin_threshold(),
-                    switched.bridge_moved
-                );
-                (Some(switched.previous), "installed")
-            }
+        let (installed, reason, mode) = match decide()? {
+            Ok(mode) => (Some(install(module, mode)?), "installed", Some(mode)),
             Err(reason) => {
                 pr_info!(
                     "not installed: {}; lock ops stay {}\n",
                     reason,
                     before.name()
                 );
-                (None, reason)
+                (None, reason, None)
             }
         };
 
         let files = Files {
             info: Info {
-                installed: previous.is_some(),
                 reason,
                 previous: before,
+                mode,
             },
-            counters: algo::COUNTERS.map(|(c, _)| CounterFile(c)),
-            histograms: algo::HISTOGRAMS.map(|(h, _)| HistogramFile(h)),
+            counters: algo::COUNTERS.map(CounterFile),
+            histograms: algo::HISTOGRAMS.map(HistogramFile),
         };
+        // On an error `installed` is dropped, which uninstalls the lock.
         let debugfs = KBox::pin_init(
-            Scope::dir(files, c"pvlock", |files, dir| {
+            Scope::dir(files, abi::GUEST_DEBUGFS_DIR, |files, dir| {
                 dir.read_only_file(c"info", &files.info);
-                for (file, (_, name)) in files.counters.iter().zip(algo::COUNTERS.iter()) {
-                    dir.read_only_file(name, file);
+                for file in &files.counters {
+                    dir.read_only_file(file.0.name(), file);
                 }
-                for (file, (_, name)) in files.histograms.iter().zip(algo::HISTOGRAMS.iter()) {
-                    dir.read_only_file(name, file);
+                for file in &files.histograms {
+                    dir.read_only_file(file.0.name(), file);
                 }
-                dir.write_only_callback_file(c"zero_stats", files, &zero_stats);
+                dir.write_only_callback_file(abi::ZERO_STATS, files, &zero_stats);
             }),
             GFP_KERNEL,
-        );
-        let debugfs = match debugfs {
-            Ok(d) => d,
-            Err(e) => {
-                if let Some(prev) = previous {
-                    // SAFETY: `prev` were the lock ops in place before.
-                    unsafe { lockops::switch(prev) };
-                }
-                return Err(e);
-            }
-        };
+        )?;
         Ok(GuestPvlock {
-            previous,
-            _debugfs: debugfs,
+            debugfs: Some(debugfs),
+            installed,
         })
     }
 }
 
 impl Drop for GuestPvlock {
     fn drop(&mut self) {
-        if let Some(prev) = self.previous.take() {
+        // No reader of the lock's statistics is left after this.
+        drop(self.debugfs.take());
+        if let Some(installed) = self.installed.take() {
+            let l = &installed.lock().lock;
+            let (taken, kicks, mode) = (
+                l.counter(algo::Counter::TakenSlow),
+                l.counter(algo::Counter::Kicks),
+                l.mode(),
+            );
+            pr_info!("switching the lock ops back\n");
             let t0 = guest::local_clock();
-            // SAFETY: `prev` are the kernel's own lock ops that were in place
-            // before `init()` (native or upstream PV, kernel text). After the
-            // switch no CPU runs this module's lock code.
-            let switched = unsafe { lockops::switch(prev) };
+            let moved = installed.uninstall();
             pr_info!(
-                "uninstalled in {} ms, lock ops: {} (slow acquisitions {}, kicks {}); {} waiters moved from the bridge\n",
+                "uninstalled in {} ms, lock ops: {} (mode {}, slow acquisitions {}, kicks {}); {} waiters moved from the bridge\n",
                 guest::local_clock().wrapping_sub(t0) / 1_000_000,
                 Kind::current().name(),
-                LOCK.counter(algo::Counter::TakenSlow),
-                LOCK.counter(algo::Counter::Kicks),
-                switched.bridge_moved
+                algo::mode_name(mode),
+                taken,
+                kicks,
+                moved
             );
         }
     }

@@ -3,14 +3,13 @@
 //! guest_pvlock's module parameters (`/sys/module/guest_pvlock/parameters/`).
 
 use crate::algo;
+use kernel::pvlock::abi::MAX_SPIN_THRESHOLD;
 use kernel::pvlock::param::{BoolParam, U32Param};
 use kernel::sync::atomic::{Atomic, Relaxed};
 
-/// Spin loops before halting when neither parameter nor host says
+/// Spin loops before waiting when neither parameter nor host says
 /// otherwise; upstream's `SPIN_THRESHOLD`.
 pub(crate) const DEFAULT_SPIN_THRESHOLD: u32 = 1 << 15;
-/// The largest spin threshold accepted.
-pub(crate) const MAX_SPIN_THRESHOLD: u32 = 1 << 26;
 
 pub(crate) static ENABLE: BoolParam = BoolParam::new(true);
 kernel::pvlock_module_param!(enable: BoolParam = ENABLE, 0o444,
@@ -18,7 +17,7 @@ kernel::pvlock_module_param!(enable: BoolParam = ENABLE, 0o444,
 
 pub(crate) static SPIN_THRESHOLD: U32Param = U32Param::new(0, 0, MAX_SPIN_THRESHOLD);
 kernel::pvlock_module_param!(spin_threshold: U32Param = SPIN_THRESHOLD, 0o644,
-    "Spin loops before a waiter halts while the vCPU it waits for runs; 0: the host's recommendation, else 32768");
+    "Spin loops before a waiter waits while the vCPU it waits for runs; 0: the host's recommendation, else 32768");
 
 pub(crate) static EARLY_HALT: U32Param = U32Param::new(
     algo::EARLY_PREEMPTED,
@@ -26,22 +25,36 @@ pub(crate) static EARLY_HALT: U32Param = U32Param::new(
     algo::EARLY_PREEMPTED,
 );
 kernel::pvlock_module_param!(early_halt: U32Param = EARLY_HALT, 0o644,
-    "Halt before the spin threshold: 0 never, 1 when the waiter ahead halted, 2 also when the awaited vCPU is preempted (default)");
+    "Wait before the spin threshold: 0 never, 1 when the waiter ahead waits, 2 also when the awaited vCPU is preempted (default)");
 
 pub(crate) static YIELD: BoolParam = BoolParam::new(true);
 kernel::pvlock_module_param!(yield_to_holder: BoolParam = YIELD, 0o644,
-    "A spinning queue head yields to the likely lock holder when its vCPU is preempted (KVM_HC_SCHED_YIELD; default Y)");
+    "A spinning queue head first yields to the likely lock holder when its vCPU is preempted (KVM_HC_SCHED_YIELD; default Y)");
 
 pub(crate) static STATS: BoolParam = BoolParam::new(true);
 kernel::pvlock_module_param!(stats: BoolParam = STATS, 0o644,
     "Keep statistics in debugfs pvlock/ (default Y)");
 
-/// `kick=0`: the project hypercall when the host offers it, else
-/// `KVM_HC_KICK_CPU`; `1`: always `KVM_HC_KICK_CPU`; `2`: only the project
-/// hypercall.
+/// `kick=0`: the project's lock wait and kick when the host offers them,
+/// else `HLT` and `KVM_HC_KICK_CPU`; `1`: always the latter; `2`: only the
+/// project's.
 pub(crate) static KICK: U32Param = U32Param::new(0, 0, 2);
 kernel::pvlock_module_param!(kick: U32Param = KICK, 0o444,
-    "Kick hypercall: 0 auto (default), 1 KVM_HC_KICK_CPU, 2 KVM_HC_PVLOCK_KICK");
+    "Wait and kick: 0 auto (default), 1 HLT + KVM_HC_KICK_CPU, 2 KVM_HC_PVLOCK_WAIT + KVM_HC_PVLOCK_KICK");
+
+// Fault injection, for tests: off by default, never needed in production.
+
+pub(crate) static INJECT_DROP_KICK: U32Param = U32Param::new(0, 0, u32::MAX);
+kernel::pvlock_module_param!(inject_drop_kick: U32Param = INJECT_DROP_KICK, 0o644,
+    "Test only: drop every Nth kick as if it had been delivered (0: off)");
+
+pub(crate) static INJECT_FAIL_KICK: U32Param = U32Param::new(0, 0, u32::MAX);
+kernel::pvlock_module_param!(inject_fail_kick: U32Param = INJECT_FAIL_KICK, 0o644,
+    "Test only: fail every Nth project kick as if the host refused it (0: off)");
+
+pub(crate) static INJECT_WAIT_DELAY_US: U32Param = U32Param::new(0, 0, 100_000);
+kernel::pvlock_module_param!(inject_wait_delay_us: U32Param = INJECT_WAIT_DELAY_US, 0o644,
+    "Test only: microseconds a waiter spends between its last look at the lock and its wait (0: off)");
 
 /// The spin threshold the host recommends (`KVM_HC_PVLOCK_GET_PARAM`), 0
 /// for none.

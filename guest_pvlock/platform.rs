@@ -3,7 +3,8 @@
 //! The kernel under `algo.rs`: the lock word of a kernel `qspinlock` and a
 //! KVM guest as the [`Platform`].
 
-use crate::algo::{Kick, LockWord, Platform};
+use crate::abi::{self, Kick};
+use crate::algo::{KickError, LockWord, Platform, Wait, Waited};
 use crate::params;
 use kernel::pvlock::{guest, lockops::QSpinLock};
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -65,40 +66,30 @@ impl LockWord for QSpinLock {
     }
 }
 
-/// How the unlocker kicks.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[repr(u32)]
-pub(crate) enum KickMethod {
-    /// Upstream's `KVM_HC_KICK_CPU` (`KVM_FEATURE_PV_UNHALT`).
-    KickCpu = 1,
-    /// The project's `KVM_HC_PVLOCK_KICK` (`KVM_FEATURE_PVLOCK_KICK`).
-    Pvlock = 2,
-}
-
-impl KickMethod {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            KickMethod::KickCpu => "kvm_hc_kick_cpu",
-            KickMethod::Pvlock => "kvm_hc_pvlock_kick",
-        }
-    }
-}
-
-/// The kick method in use; may fall back from `Pvlock` to `KickCpu` at
-/// run time if the host withdraws the project hypercall.
-pub(crate) static KICK_METHOD: Atomic<u32> = Atomic::new(KickMethod::KickCpu as u32);
-/// Whether `KVM_HC_KICK_CPU` is available as a fallback.
+/// Whether `KVM_HC_KICK_CPU` is offered (`KVM_FEATURE_PV_UNHALT`).
 pub(crate) static HAVE_KICK_CPU: Atomic<bool> = Atomic::new(false);
-/// Whether `KVM_HC_SCHED_YIELD` is available.
+/// Whether `KVM_HC_SCHED_YIELD` is offered.
 pub(crate) static HAVE_SCHED_YIELD: Atomic<bool> = Atomic::new(false);
-/// Kicks that failed for lack of any working hypercall.
-pub(crate) static KICK_FAILURES: Atomic<u64> = Atomic::new(0);
 
-pub(crate) fn kick_method() -> KickMethod {
-    if KICK_METHOD.load(Relaxed) == KickMethod::Pvlock as u32 {
-        KickMethod::Pvlock
+/// Faults injected so far (`inject_*` parameters): kicks dropped, kicks
+/// failed, waits delayed.
+pub(crate) static INJECTED_DROPS: Atomic<u64> = Atomic::new(0);
+pub(crate) static INJECTED_FAILURES: Atomic<u64> = Atomic::new(0);
+pub(crate) static INJECTED_DELAYS: Atomic<u64> = Atomic::new(0);
+/// Kicks made while an `inject_*_kick` parameter is on, to pick every Nth.
+static INJECT_SEQ: Atomic<u64> = Atomic::new(0);
+
+/// Whether this kick is the Nth of `every` (0: never).
+fn nth(every: u32) -> bool {
+    every != 0 && INJECT_SEQ.fetch_add(1u64, Relaxed).wrapping_add(1) % u64::from(every) == 0
+}
+
+/// What a kick hypercall's error means.
+fn kick_error(e: i64) -> KickError {
+    if e == -abi::KVM_ENOSYS {
+        KickError::Gone
     } else {
-        KickMethod::KickCpu
+        KickError::Refused
     }
 }
 
@@ -117,30 +108,62 @@ impl Platform for Guest {
         core::hint::spin_loop()
     }
 
-    #[inline]
-    fn halt_if(&self, cond: impl FnOnce() -> bool) -> bool {
-        guest::halt_if(cond)
-    }
-
-    fn kick(&self, cpu: usize) -> Kick {
-        let apic = guest::apic_id(cpu as u32);
-        if kick_method() == KickMethod::Pvlock {
-            match guest::pvlock_kick(apic) {
-                Ok(guest::Kick::Woken) => return Kick::Delivered,
-                Ok(guest::Kick::NotHalted) => return Kick::NotHalted,
-                Err(_) => {
-                    // The host withdrew the hypercall (host_kvm unloaded):
-                    // fall back for good.
-                    KICK_METHOD.store(KickMethod::KickCpu as u32, Relaxed);
+    fn wait_if(&self, how: Wait, token: u64, cond: impl FnOnce() -> bool) -> Waited {
+        let how = match how {
+            Wait::Hypercall => guest::Wait::Hypercall,
+            Wait::Hlt => guest::Wait::Hlt,
+        };
+        let delay_us = params::INJECT_WAIT_DELAY_US.get();
+        let cond = || {
+            let c = cond();
+            if c && delay_us != 0 {
+                // Between the last look at the lock and the wait, with
+                // interrupts off: a kick comes in this window and must be
+                // held for the wait.
+                INJECTED_DELAYS.add(1u64, Relaxed);
+                let t = guest::local_clock();
+                while guest::local_clock().wrapping_sub(t) < u64::from(delay_us) * 1000 {
+                    core::hint::spin_loop();
                 }
             }
+            c
+        };
+        match guest::wait_if(how, token, cond) {
+            guest::Waited::Skipped => Waited::Skipped,
+            guest::Waited::Ended => Waited::Ended,
+            // A host that refuses the wait hypercall (withdrawn, or any
+            // other error) is not waited on again.
+            guest::Waited::Failed(_) => Waited::Gone,
         }
-        if HAVE_KICK_CPU.load(Relaxed) {
-            guest::kick_cpu(apic);
-        } else {
-            KICK_FAILURES.add(1u64, Relaxed);
+    }
+
+    fn kick(&self, cpu: usize, token: u64) -> Result<Kick, KickError> {
+        if nth(params::INJECT_DROP_KICK.get()) {
+            INJECTED_DROPS.add(1u64, Relaxed);
+            return Ok(Kick::Woken);
         }
-        Kick::Delivered
+        if nth(params::INJECT_FAIL_KICK.get()) {
+            INJECTED_FAILURES.add(1u64, Relaxed);
+            return Err(KickError::Refused);
+        }
+        guest::pvlock_kick(guest::apic_id(cpu as u32), token).map_err(kick_error)
+    }
+
+    #[inline]
+    fn have_kick_cpu(&self) -> bool {
+        HAVE_KICK_CPU.load(Relaxed)
+    }
+
+    fn kick_cpu(&self, cpu: usize) -> Result<(), KickError> {
+        if nth(params::INJECT_DROP_KICK.get()) {
+            INJECTED_DROPS.add(1u64, Relaxed);
+            return Ok(());
+        }
+        guest::kick_cpu(guest::apic_id(cpu as u32)).map_err(kick_error)
+    }
+
+    fn wake_nmi(&self, cpu: usize) {
+        guest::wake_cpu_nmi(cpu as u32);
     }
 
     #[inline]

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The atomics `algo.rs` is written against, in the kernel.
+//! The atomics and tables `algo.rs` is written against, in the kernel.
 //!
 //! `algo.rs` uses the `core::sync::atomic` vocabulary so that the model
 //! checker (loom) can supply its own atomics. In the kernel it gets
@@ -17,7 +17,21 @@
 //! stores, `lock cmpxchg`, `xchg`, `lock xadd`), and they are the memory
 //! model (C11's) under which the model checker checked this algorithm.
 
+use kernel::alloc::{flags::GFP_KERNEL, KVVec};
+
 pub(crate) use core::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+/// A table sized at load time by the CPUs the guest can have.
+pub(crate) type Table<T> = KVVec<T>;
+
+/// A table of `n` values made by `f`; `None` if memory runs out.
+pub(crate) fn table<T>(n: usize, f: impl Fn() -> T) -> Option<Table<T>> {
+    let mut v = KVVec::with_capacity(n, GFP_KERNEL).ok()?;
+    for _ in 0..n {
+        v.push(f(), GFP_KERNEL).ok()?;
+    }
+    Some(v)
+}
 
 /// A read in a busy-wait loop, ordered like an acquire load: the value
 /// another CPU stores becomes visible to the loop in time. (The model

@@ -2,19 +2,20 @@
 
 //! host_kvm: the host half of pvlock.
 //!
-//! Implements `KVM_HC_PVLOCK_KICK` and `KVM_HC_PVLOCK_GET_PARAM`, the
-//! `KVM_CAP_PVLOCK_KICK` capability and the `KVM_FEATURE_PVLOCK_KICK` CPUID
-//! bit through the hooks of the pvlock KVM patches. A kick wakes the target
-//! only if it is halted (`KVM_REQ_PVLOCK_KICK`) and tells the guest what
-//! happened; nothing is kept for a target that runs. Statistics are in
-//! debugfs `pvlock_host/`. See `Documentation/virt/kvm/pvlock.rst`.
+//! Implements `KVM_HC_PVLOCK_WAIT`, `KVM_HC_PVLOCK_KICK` and
+//! `KVM_HC_PVLOCK_GET_PARAM`, the `KVM_CAP_PVLOCK_KICK` capability and,
+//! for VMMs that know nothing of pvlock, the `force` parameter, through the
+//! hooks of the pvlock KVM patches. A lock wait halts the vCPU until the
+//! kick with its token; a kick that comes first is held for that wait
+//! (KVM keeps the tokens, `KVM_REQ_PVLOCK_KICK` wakes the vCPU). Statistics
+//! are in debugfs `pvlock_host/`. See `Documentation/virt/kvm/pvlock.rst`.
 
 use kernel::{
     debugfs::{Scope, Writer},
     fmt,
     prelude::*,
     pvlock::{
-        abi,
+        abi::{self, Kick},
         kvm::{PvlockHost, Registration, Vcpu, Vm, VmState},
         param::{BoolParam, U32Param},
         stats::{check_zero_stats_write, write_u32_array, Log2Histogram, BUCKETS},
@@ -27,35 +28,42 @@ module! {
     type: HostKvm,
     name: "host_kvm",
     authors: ["pvlock developers"],
-    description: "pvlock host side: the KVM pvlock kick hypercall and capability",
+    description: "pvlock host side: the KVM pvlock lock-wait and kick hypercalls and capability",
     license: "GPL",
 }
 
-/// The largest spin threshold a VMM or the parameter may recommend.
-const MAX_SPIN_THRESHOLD: u64 = 1 << 26;
-
 static FORCE: BoolParam = BoolParam::new(false);
 kernel::pvlock_module_param!(force: BoolParam = FORCE, 0o644,
-    "Enable pvlock for VMs whose VMM did not enable KVM_CAP_PVLOCK_KICK, and show them the CPUID bit (default N)");
+    "Enable pvlock for VMs whose VMM never configured KVM_CAP_PVLOCK_KICK, and show them the CPUID bit (default N)");
 
 static YIELD: BoolParam = BoolParam::new(true);
 kernel::pvlock_module_param!(yield_to_target: BoolParam = YIELD, 0o644,
-    "For VMs enabled by 'force': yield to a kicked vCPU that is preempted before halting (default Y)");
+    "For VMs enabled by 'force': a kick held for a preempted target yields to it (default Y)");
 
-static SPIN_THRESHOLD: U32Param = U32Param::new(0, 0, MAX_SPIN_THRESHOLD as u32);
+static SPIN_THRESHOLD: U32Param = U32Param::new(0, 0, abi::MAX_SPIN_THRESHOLD);
 kernel::pvlock_module_param!(spin_threshold: U32Param = SPIN_THRESHOLD, 0o644,
     "For VMs enabled by 'force': spin threshold recommended to guests, 0 for none");
 
-/// Host counters; see `Documentation/virt/kvm/pvlock.rst`.
+static INJECT_IGNORE_KICKS: BoolParam = BoolParam::new(false);
+kernel::pvlock_module_param!(inject_ignore_kicks: BoolParam = INJECT_IGNORE_KICKS, 0o644,
+    "Test only: answer kicks without delivering them, a broken host (default N)");
+
+/// Host counters, in `abi::HOST_COUNTERS` order; see
+/// `Documentation/virt/kvm/pvlock.rst`.
 #[derive(Clone, Copy)]
 #[repr(usize)]
 enum Counter {
     Kicks,
     KicksWoken,
-    KicksNotHalted,
+    KicksHeld,
     KicksBadTarget,
     KicksSelf,
-    KicksBadFlags,
+    KicksBadArgs,
+    Waits,
+    WaitsAtOnce,
+    WaitsKicked,
+    WaitsOther,
+    WaitsBadArgs,
     Disabled,
     Yields,
     YieldsDone,
@@ -63,31 +71,38 @@ enum Counter {
     GetParamBad,
     EnableCap,
     EnableCapBad,
-    KicksDone,
+    KicksIgnored,
 }
 
-const NR_COUNTERS: usize = Counter::KicksDone as usize + 1;
+const NR_COUNTERS: usize = Counter::KicksIgnored as usize + 1;
 
-const COUNTERS: [(Counter, &CStr); NR_COUNTERS] = [
-    (Counter::Kicks, c"kicks"),
-    (Counter::KicksWoken, c"kicks_woken"),
-    (Counter::KicksNotHalted, c"kicks_not_halted"),
-    (Counter::KicksBadTarget, c"kicks_bad_target"),
-    (Counter::KicksSelf, c"kicks_self"),
-    (Counter::KicksBadFlags, c"kicks_bad_flags"),
-    (Counter::Disabled, c"hypercalls_disabled"),
-    (Counter::Yields, c"yields"),
-    (Counter::YieldsDone, c"yields_done"),
-    (Counter::GetParam, c"get_param"),
-    (Counter::GetParamBad, c"get_param_bad"),
-    (Counter::EnableCap, c"enable_cap"),
-    (Counter::EnableCapBad, c"enable_cap_bad"),
-    (Counter::KicksDone, c"kicks_done"),
+const COUNTERS: [Counter; NR_COUNTERS] = [
+    Counter::Kicks,
+    Counter::KicksWoken,
+    Counter::KicksHeld,
+    Counter::KicksBadTarget,
+    Counter::KicksSelf,
+    Counter::KicksBadArgs,
+    Counter::Waits,
+    Counter::WaitsAtOnce,
+    Counter::WaitsKicked,
+    Counter::WaitsOther,
+    Counter::WaitsBadArgs,
+    Counter::Disabled,
+    Counter::Yields,
+    Counter::YieldsDone,
+    Counter::GetParam,
+    Counter::GetParamBad,
+    Counter::EnableCap,
+    Counter::EnableCapBad,
+    Counter::KicksIgnored,
 ];
+
+const _: () = assert!(COUNTERS.len() == abi::HOST_COUNTERS.len());
 
 struct Stats {
     counters: [Atomic<u64>; NR_COUNTERS],
-    /// Nanoseconds from a kick to the kicked vCPU running again.
+    /// Nanoseconds from a kick to the kicked vCPU leaving its wait.
     latency: Log2Histogram,
 }
 
@@ -101,20 +116,31 @@ fn count(c: Counter) {
     STATS.counters[c as usize].add(1u64, Relaxed);
 }
 
+fn get(c: Counter) -> u64 {
+    STATS.counters[c as usize].load(Relaxed)
+}
+
+/// Whether the VM may use the pvlock hypercalls: as its VMM configured
+/// the capability, or by `force` if it never did.
 fn enabled(state: &VmState) -> bool {
-    state.flags & abi::KVM_PVLOCK_KICK_ENABLE != 0 || FORCE.get()
+    if state.configured {
+        state.flags & abi::KVM_PVLOCK_KICK_ENABLE != 0
+    } else {
+        FORCE.get()
+    }
 }
 
 struct Host;
 
 impl Host {
-    fn kick(vcpu: &Vcpu, state: &VmState, flags: u64, apic_id: u64) -> i64 {
+    fn kick(vcpu: &Vcpu, state: &VmState, args: [u64; 4]) -> i64 {
         count(Counter::Kicks);
-        if flags != 0 {
-            count(Counter::KicksBadFlags);
+        let [flags, apic_id, token, _] = args;
+        if flags != 0 || token == 0 {
+            count(Counter::KicksBadArgs);
             return -abi::KVM_EINVAL;
         }
-        let Some(target) = vcpu.vm().vcpu_by_apic_id(apic_id) else {
+        let Some(target) = vcpu.vm().find_vcpu(apic_id) else {
             count(Counter::KicksBadTarget);
             return -abi::KVM_EINVAL;
         };
@@ -122,26 +148,44 @@ impl Host {
             count(Counter::KicksSelf);
             return -abi::KVM_EINVAL;
         }
-        if target.is_halted() {
-            target.pvlock_kick();
-            count(Counter::KicksWoken);
-            return abi::KVM_PVLOCK_KICK_WOKEN;
+        if INJECT_IGNORE_KICKS.get() {
+            count(Counter::KicksIgnored);
+            return Kick::Woken.ret();
         }
-        count(Counter::KicksNotHalted);
-        // The target is on its way into the halt, or just out of it. If its
-        // thread was preempted on the way, let it run.
-        let want_yield = if state.flags & abi::KVM_PVLOCK_KICK_ENABLE != 0 {
-            state.flags & abi::KVM_PVLOCK_KICK_YIELD != 0
-        } else {
-            YIELD.get()
-        };
-        if want_yield && target.is_preempted() {
-            count(Counter::Yields);
-            if target.yield_to() {
-                count(Counter::YieldsDone);
+        let r = target.kick(token);
+        match r {
+            Kick::Woken => count(Counter::KicksWoken),
+            Kick::Held => {
+                count(Counter::KicksHeld);
+                // The target is on its way into the wait; if its thread
+                // was preempted on the way, let it run there.
+                let want_yield = if state.configured {
+                    state.flags & abi::KVM_PVLOCK_KICK_YIELD != 0
+                } else {
+                    YIELD.get()
+                };
+                if want_yield && target.is_preempted() {
+                    count(Counter::Yields);
+                    if target.yield_to() {
+                        count(Counter::YieldsDone);
+                    }
+                }
             }
         }
-        abi::KVM_PVLOCK_KICK_NOT_HALTED
+        r.ret()
+    }
+
+    fn wait(vcpu: &Vcpu, args: [u64; 4]) -> i64 {
+        let [flags, token, _, _] = args;
+        if flags != 0 || token == 0 {
+            count(Counter::WaitsBadArgs);
+            return -abi::KVM_EINVAL;
+        }
+        count(Counter::Waits);
+        if !vcpu.wait(token) {
+            count(Counter::WaitsAtOnce);
+        }
+        0
     }
 
     fn get_param(state: &VmState, param: u64) -> i64 {
@@ -149,7 +193,7 @@ impl Host {
         match param {
             abi::KVM_PVLOCK_PARAM_VERSION => abi::KVM_PVLOCK_ABI_VERSION as i64,
             abi::KVM_PVLOCK_PARAM_SPIN_THRESHOLD => {
-                if state.flags & abi::KVM_PVLOCK_KICK_ENABLE != 0 {
+                if state.configured {
                     state.spin_threshold as i64
                 } else {
                     SPIN_THRESHOLD.get().into()
@@ -166,20 +210,18 @@ impl Host {
 impl PvlockHost for Host {
     const SUPPORTED_FLAGS: u64 = abi::KVM_PVLOCK_KICK_VALID_FLAGS;
 
-    fn hypercall(vcpu: &Vcpu, nr: u64, args: [u64; 4]) -> Option<i64> {
-        if nr != abi::KVM_HC_PVLOCK_KICK.into() && nr != abi::KVM_HC_PVLOCK_GET_PARAM.into() {
-            return None;
-        }
+    fn hypercall(vcpu: &Vcpu, nr: u32, args: [u64; 4]) -> i64 {
         let state = vcpu.vm().pvlock_state();
         if !enabled(&state) {
             count(Counter::Disabled);
-            return Some(-abi::KVM_ENOSYS);
+            return -abi::KVM_ENOSYS;
         }
-        Some(if nr == abi::KVM_HC_PVLOCK_KICK.into() {
-            Host::kick(vcpu, &state, args[0], args[1])
-        } else {
-            Host::get_param(&state, args[0])
-        })
+        match nr {
+            abi::KVM_HC_PVLOCK_KICK => Host::kick(vcpu, &state, args),
+            abi::KVM_HC_PVLOCK_WAIT => Host::wait(vcpu, args),
+            abi::KVM_HC_PVLOCK_GET_PARAM => Host::get_param(&state, args[0]),
+            _ => -abi::KVM_ENOSYS,
+        }
     }
 
     fn enable_cap(_vm: &Vm, args: [u64; 4]) -> Result<VmState> {
@@ -187,7 +229,7 @@ impl PvlockHost for Host {
         let [flags, spin_threshold, a2, a3] = args;
         if flags & !abi::KVM_PVLOCK_KICK_VALID_FLAGS != 0
             || (flags != 0 && flags & abi::KVM_PVLOCK_KICK_ENABLE == 0)
-            || spin_threshold > MAX_SPIN_THRESHOLD
+            || spin_threshold > u64::from(abi::MAX_SPIN_THRESHOLD)
             || a2 != 0
             || a3 != 0
         {
@@ -197,16 +239,21 @@ impl PvlockHost for Host {
         Ok(VmState {
             flags,
             spin_threshold: if flags == 0 { 0 } else { spin_threshold },
+            configured: true,
         })
     }
 
-    fn guest_has_feature(vm: &Vm) -> bool {
-        enabled(&vm.pvlock_state())
+    fn force_feature(_vm: &Vm) -> bool {
+        FORCE.get()
     }
 
-    fn kick_done(_vcpu: &Vcpu, latency_ns: u64) {
-        count(Counter::KicksDone);
-        STATS.latency.record(latency_ns);
+    fn wait_end(_vcpu: &Vcpu, kicked: bool, latency_ns: u64) {
+        if kicked {
+            count(Counter::WaitsKicked);
+            STATS.latency.record(latency_ns);
+        } else {
+            count(Counter::WaitsOther);
+        }
     }
 }
 
@@ -214,7 +261,7 @@ struct CounterFile(Counter);
 
 impl Writer for CounterFile {
     fn write(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "{}", STATS.counters[self.0 as usize].load(Relaxed))
+        writeln!(f, "{}", get(self.0))
     }
 }
 
@@ -250,16 +297,16 @@ struct HostKvm {
 impl kernel::Module for HostKvm {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let files = Files {
-            counters: COUNTERS.map(|(c, _)| CounterFile(c)),
+            counters: COUNTERS.map(CounterFile),
             latency: LatencyFile,
         };
         let debugfs = KBox::pin_init(
-            Scope::dir(files, c"pvlock_host", |files, dir| {
-                for (file, (_, name)) in files.counters.iter().zip(COUNTERS.iter()) {
-                    dir.read_only_file(name, file);
+            Scope::dir(files, abi::HOST_DEBUGFS_DIR, |files, dir| {
+                for file in &files.counters {
+                    dir.read_only_file(abi::HOST_COUNTERS[file.0 as usize], file);
                 }
-                dir.read_only_file(c"histo_kick_latency", &files.latency);
-                dir.write_only_callback_file(c"zero_stats", files, &zero_stats);
+                dir.read_only_file(abi::HOST_HISTOGRAMS[0], &files.latency);
+                dir.write_only_callback_file(abi::ZERO_STATS, files, &zero_stats);
             }),
             GFP_KERNEL,
         )?;
@@ -270,9 +317,10 @@ impl kernel::Module for HostKvm {
             );
         })?;
         pr_info!(
-            "registered: hypercalls {:#x} (kick) and {:#x} (get_param), KVM_CAP_PVLOCK_KICK {:#x}, CPUID bit {}; force={}\n",
+            "registered: hypercalls {:#x} (kick), {:#x} (get_param), {:#x} (wait), KVM_CAP_PVLOCK_KICK {:#x}, CPUID bit {}; force={}\n",
             abi::KVM_HC_PVLOCK_KICK,
             abi::KVM_HC_PVLOCK_GET_PARAM,
+            abi::KVM_HC_PVLOCK_WAIT,
             abi::KVM_CAP_PVLOCK_KICK,
             abi::KVM_FEATURE_PVLOCK_KICK,
             u8::from(FORCE.get())
@@ -287,9 +335,10 @@ impl kernel::Module for HostKvm {
 impl Drop for HostKvm {
     fn drop(&mut self) {
         pr_info!(
-            "unregistering (kicks {}, woken {})\n",
-            STATS.counters[Counter::Kicks as usize].load(Relaxed),
-            STATS.counters[Counter::KicksWoken as usize].load(Relaxed)
+            "unregistering (kicks {}, waits {}, waits kicked {}); every lock wait in progress ends\n",
+            get(Counter::Kicks),
+            get(Counter::Waits),
+            get(Counter::WaitsKicked)
         );
     }
 }

@@ -5,7 +5,7 @@
 # exits in seconds without touching apt.
 #
 #   - Debian packages: kernel build tools, clang/lld/llvm-19, busybox-static,
-#     rt-tests (hackbench, for the benchmark),
+#     rt-tests (hackbench) and stress-ng, for the benchmark,
 #     qemu-system-x86 (bookworm-backports), linux-source-7.3 (trixie-backports,
 #     pinned to priority 100 and installed by exact version only)
 #   - rustup component rust-src, bindgen-cli (cargo install, pinned version)
@@ -20,7 +20,7 @@ need_root_for_apt() {
 SUDO=
 
 APT_PKGS=(make gcc bc flex bison libelf-dev libssl-dev cpio kmod dwarves rsync
-	python3 xz-utils time patch busybox-static rt-tests
+	python3 xz-utils time patch busybox-static rt-tests stress-ng
 	"clang-$LLVMV" "lld-$LLVMV" "llvm-$LLVMV" "libclang-$LLVMV-dev")
 
 src_file() { printf '%s\n' "$@"; }

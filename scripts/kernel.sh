@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # kernel.sh - build the pvlock kernel: Debian's Linux 7.3 source + the
-# patch series in kernel/patches + the Rust additions in kernel/rust +
+# patch series in kernel/patches + the Rust additions in rust/ +
 # tinyconfig with kernel/pvlock.config, built with LLVM=-19.
 #
 # The tree lives in the cache ($PVLOCK_CACHE/linux-<debian version>), outside
@@ -13,17 +13,33 @@
 #   - the config changed       -> re-configure, incremental build
 #   - empty cache              -> unpack and build from nothing
 #
-# Usage: scripts/kernel.sh [--print-kdir]
+# Variants: PVLOCK_KCONFIG=distro (make kernel CONFIG=distro) adds
+# kernel/distro.config on top of the fragment (KVM as modules, NR_CPUS=8192,
+# lockdep off), in a tree of its own (linux-<debian version>-distro).
+#
+# PVLOCK_PATCHES_UPTO=N applies only the first N patches of the series (for
+# building each prefix of the series, scripts/build-series.sh); give it a
+# tree of its own (PVLOCK_KDIR_CACHE).
+#
+# Usage: [PVLOCK_KCONFIG=distro] scripts/kernel.sh [--print-kdir]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
 . "$here/lib.sh"
 
 KSRC_TAR=/usr/src/linux-source-$KVER.tar.xz
-TREE=${PVLOCK_KDIR_CACHE:-$PVLOCK_CACHE/linux-$KPKGVER}
+VARIANT=${PVLOCK_KCONFIG:-}
+FRAGS=("$top/kernel/pvlock.config")
+case "$VARIANT" in
+"") TREE=${PVLOCK_KDIR_CACHE:-$PVLOCK_CACHE/linux-$KPKGVER} ;;
+distro)
+	TREE=${PVLOCK_KDIR_CACHE:-$PVLOCK_CACHE/linux-$KPKGVER-distro}
+	FRAGS+=("$top/kernel/distro.config")
+	;;
+*) die "kernel: unknown config variant '$VARIANT' (known: distro)" ;;
+esac
 PATCHES=$top/kernel/patches
-OVERLAY=$top/kernel/rust
-FRAG=$top/kernel/pvlock.config
+OVERLAY=$top/rust
 BASE=tinyconfig
 JOBS=${JOBS:-$(nproc)}
 MK=(make -C "$TREE" LLVM=-"$LLVMV")
@@ -55,7 +71,12 @@ done <"$PATCHES/series"
 for p in "${series[@]}"; do
 	[ -f "$PATCHES/$p" ] || die "kernel: patch '$p' listed in kernel/patches/series does not exist"
 done
-config_key=$( { echo "$KPKGVER $BASE"; cat "$FRAG"; tool_versions; } | sha256sum | cut -c1-16)
+if [ -n "${PVLOCK_PATCHES_UPTO:-}" ]; then
+	[[ $PVLOCK_PATCHES_UPTO =~ ^[0-9]+$ ]] && [ "$PVLOCK_PATCHES_UPTO" -le ${#series[@]} ] ||
+		die "kernel: PVLOCK_PATCHES_UPTO=$PVLOCK_PATCHES_UPTO is not a number from 0 to ${#series[@]}"
+	series=("${series[@]:0:$PVLOCK_PATCHES_UPTO}")
+fi
+config_key=$( { echo "$KPKGVER $BASE"; cat "${FRAGS[@]}"; tool_versions; } | sha256sum | cut -c1-16)
 src_key=$( { echo "$KPKGVER"; for p in "${series[@]}"; do echo "$p"; cat "$PATCHES/$p"; done
 	(cd "$OVERLAY" && find . -type f | LC_ALL=C sort | xargs sha256sum); } | sha256sum | cut -c1-16)
 key="$src_key-$config_key"
@@ -93,6 +114,28 @@ while [ $keep -lt ${#applied[@]} ] && [ $keep -lt ${#series[@]} ] &&
 	cmp -s "$STATE/applied/${applied[$keep]}" "$PATCHES/${series[$keep]}"; do
 	keep=$((keep + 1))
 done
+# Reverting and re-applying rewrites every file those patches touch; a file
+# that comes back with the same content keeps its old time stamp, so that
+# make rebuilds only what changed (a header included everywhere would
+# otherwise cost a full build).
+patched_files() {
+	sed -n 's|^+++ b/||p; s|^--- a/||p' "$@" 2>/dev/null | LC_ALL=C sort -u
+}
+mtimes=$STATE/mtimes
+: >"$mtimes"
+{
+	for ((i = keep; i < ${#applied[@]}; i++)); do echo "$STATE/applied/${applied[$i]}"; done
+	for ((i = keep; i < ${#series[@]}; i++)); do echo "$PATCHES/${series[$i]}"; done
+} | { mapfile -t files; if [ ${#files[@]} -gt 0 ]; then patched_files "${files[@]}"; fi; } |
+	while read -r f; do
+		# (An if, not &&: a new file, not in the tree yet, must not end
+		# the loop with a failure, which set -e and pipefail would take
+		# for the script's.)
+		if [ -f "$TREE/$f" ]; then
+			printf '%s %s %s\n' "$(sha256sum <"$TREE/$f" | cut -c1-64)" \
+				"$(stat -c %Y "$TREE/$f")" "$f"
+		fi
+	done >"$mtimes"
 for ((i = ${#applied[@]} - 1; i >= keep; i--)); do
 	p=${applied[$i]}
 	log "kernel: reverting $p"
@@ -115,6 +158,12 @@ for ((i = keep; i < ${#series[@]}; i++)); do
 	echo "$p" >>"$STATE/applied/series"
 done
 
+while read -r sum mtime f; do
+	if [ -f "$TREE/$f" ] && [ "$(sha256sum <"$TREE/$f" | cut -c1-64)" = "$sum" ]; then
+		touch -m -d "@$mtime" "$TREE/$f"
+	fi
+done <"$mtimes"
+
 # ---------------------------------------------------------------- rust/ overlay
 # Copy only what differs, so unchanged files keep their timestamps; remove
 # files a previous overlay added that are gone now.
@@ -132,12 +181,19 @@ done <"$STATE/overlay.new"
 mv "$STATE/overlay.new" "$STATE/overlay.list"
 
 # ---------------------------------------------------------------- config
+# The fragments merged, a later one's line for a symbol replacing an earlier
+# one's: what .config must say after olddefconfig.
+want_config() {
+	awk '/^(CONFIG_|# CONFIG_)/ { s = ($1 == "#") ? $2 : substr($0, 1, index($0, "=") - 1)
+		if (!(s in line)) order[++n] = s; line[s] = $0 }
+		END { for (i = 1; i <= n; i++) print line[order[i]] }' "${FRAGS[@]}"
+}
 if [ ! -f "$TREE/.config" ] || [ "$(cat "$STATE/config" 2>/dev/null)" != "$config_key" ]; then
-	log "kernel: configuring ($BASE + kernel/pvlock.config)"
+	log "kernel: configuring ($BASE + ${FRAGS[*]##*/})"
 	"${MK[@]}" -s rustavailable >/dev/null 2>"$STATE/rustavailable.log" ||
 		{ cat "$STATE/rustavailable.log" >&2; die "kernel: Rust toolchain not usable for the kernel (make rustavailable failed)"; }
 	"${MK[@]}" -s "$BASE" >/dev/null
-	(cd "$TREE" && scripts/kconfig/merge_config.sh -m .config "$FRAG" >/dev/null)
+	(cd "$TREE" && scripts/kconfig/merge_config.sh -m .config "${FRAGS[@]}" >/dev/null)
 	"${MK[@]}" -s olddefconfig >/dev/null
 	bad=0
 	while read -r l; do
@@ -149,8 +205,8 @@ if [ ! -f "$TREE/.config" ] || [ "$(cat "$STATE/config" 2>/dev/null)" != "$confi
 			got=$(grep -E "^$s=|^# $s is not set" "$TREE/.config" || true)
 			if [ "$got" != "$l" ]; then warn "config: want '$l', olddefconfig gave '${got:-nothing}'"; bad=1; fi
 		fi
-	done < <(grep -E '^(CONFIG_|# CONFIG_)' "$FRAG")
-	[ $bad = 0 ] || die "kernel: kernel/pvlock.config did not survive olddefconfig (see above)"
+	done < <(want_config)
+	[ $bad = 0 ] || die "kernel: ${FRAGS[*]##*/} did not survive olddefconfig (see above)"
 	echo "$config_key" >"$STATE/config"
 fi
 

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
+    /// A number.
     Ok,
     /// The workload outlived its bound (recorded, not a benchmark crash).
     Timeout,
@@ -28,6 +29,7 @@ pub enum Status {
 }
 
 impl Status {
+    /// As `results.json` and `results.md` say it.
     pub fn label(self) -> &'static str {
         match self {
             Status::Ok => "ok",
@@ -76,6 +78,15 @@ struct RHackbench {
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
+struct RStressNg {
+    ops_per_sec: Option<f64>,
+    rates: BTreeMap<String, f64>,
+    timed_out: bool,
+    error: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 struct RNode {
     booted: bool,
     done: bool,
@@ -87,6 +98,7 @@ struct RNode {
     info: BTreeMap<String, String>,
     locktorture: Vec<RLocktorture>,
     hackbench: Vec<RHackbench>,
+    stressng: Vec<RStressNg>,
     hypercalls: BTreeMap<String, BTreeMap<String, u64>>,
     errors: Vec<String>,
     problems: Vec<String>,
@@ -106,23 +118,39 @@ struct RResult {
 /// One L2 instance's share of a measurement.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Instance {
+    /// `<group>-<i>`.
     pub name: String,
+    /// How its share ended.
     pub status: Option<Status>,
+    /// Why, if not ok.
     pub note: Option<String>,
     /// The lock the guest reported running.
     pub lock: Option<String>,
-    /// locktorture: writes, per-writer max and min, failures, seconds the
-    /// run took (module load to unload), writes per second.
+    /// locktorture: its writes.
     pub total: Option<u64>,
+    /// locktorture: the most writes of one writer.
     pub max: Option<u64>,
+    /// locktorture: the fewest writes of one writer.
     pub min: Option<u64>,
+    /// locktorture: its failures.
     pub fail: Option<u64>,
+    /// locktorture: the seconds the run took (module load to unload).
     pub lt_secs: Option<f64>,
+    /// locktorture: writes per second.
     pub per_sec: Option<f64>,
-    /// hackbench: its "Time:" seconds, groups and loops.
+    /// hackbench: its "Time:" seconds.
     pub hackbench_time: Option<f64>,
+    /// hackbench: its groups.
     pub hackbench_groups: Option<u64>,
+    /// hackbench: its loops.
     pub hackbench_loops: Option<u64>,
+    /// stress-ng: the geometric mean of its stressors' bogo ops/s (real
+    /// time).
+    #[serde(default)]
+    pub stressng_ops: Option<f64>,
+    /// stress-ng: each stressor's bogo ops/s (real time).
+    #[serde(default)]
+    pub stressng_rates: BTreeMap<String, f64>,
     /// The step's wall seconds in the guest.
     pub step_secs: Option<f64>,
     /// KVM hypercalls L1 counted during the workload, by number
@@ -142,31 +170,45 @@ pub struct Instance {
 /// One cell of the matrix in one repetition.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Measurement {
+    /// The cell's id.
     pub cell: String,
+    /// The cell.
     #[serde(flatten)]
     pub key: Cell,
+    /// The repetition.
     pub rep: u32,
     /// The scenario (L1 boot) that ran it.
     pub unit: String,
+    /// Its mode's place in that L1 boot's run order, from 1 (`None` in
+    /// results from before the order rotated).
+    #[serde(default)]
+    pub position: Option<u32>,
+    /// How it ended: the worst of its instances'.
     pub status: Status,
+    /// Why, if not ok.
     pub note: Option<String>,
-    /// writes/s (locktorture, summed over guests) or seconds (hackbench,
-    /// mean over guests).
+    /// writes/s (locktorture, summed over guests), seconds (hackbench,
+    /// mean over guests) or bogo ops/s (stress-ng, summed over guests).
     pub value: Option<f64>,
     /// locktorture's per-writer Max/Min (over every writer of every
     /// guest).
     pub fairness: Option<f64>,
+    /// Each guest's share.
     pub instances: Vec<Instance>,
 }
 
 /// L1's side of a run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct HostSide {
+    /// L1's module loads (`host_kvm loaded params=[force=1]`).
     pub modules: Vec<String>,
-    /// host_kvm's pvlock-stat snapshot after the pvlock-hostkvm guests.
+    /// host_kvm's pvlock-stat snapshot after the last guest.
     pub host_stat: Option<Value>,
+    /// KVM hypercalls per `<instance>:<mark>`, by number.
     pub hypercalls: BTreeMap<String, BTreeMap<String, u64>>,
+    /// L1's kernel warnings.
     pub warnings: Option<u64>,
+    /// L1's kernel problems.
     pub problems: Vec<String>,
 }
 
@@ -192,8 +234,10 @@ fn lock_of(node: &RNode, mode: Mode) -> Result<String, String> {
         .iter()
         .any(|l| l.contains("PV spinlocks disabled"));
     match mode {
-        Mode::Native if pv_enabled => Err("native guest reports PV spinlocks enabled".into()),
-        Mode::Native => Ok("native qspinlock (nopvspin)".into()),
+        Mode::Native | Mode::NativeTwo if pv_enabled => {
+            Err("native guest reports PV spinlocks enabled".into())
+        }
+        Mode::Native | Mode::NativeTwo => Ok("native qspinlock (nopvspin)".into()),
         Mode::Upstream if pv_disabled => {
             Err("upstream-pv guest reports PV spinlocks disabled".into())
         }
@@ -202,25 +246,32 @@ fn lock_of(node: &RNode, mode: Mode) -> Result<String, String> {
         }
         Mode::Upstream => Ok("upstream-pv".into()),
         Mode::KickCpu | Mode::HostKvm => {
-            let want = if mode == Mode::KickCpu {
-                "kvm_hc_kick_cpu"
+            // guest_pvlock's `info` names its mode (how waiters wait and
+            // unlockers kick); before the lock waits came it named the
+            // kick.
+            let (want_mode, want_kick) = if mode == Mode::KickCpu {
+                ("hlt_kvm_hc_kick_cpu", "kvm_hc_kick_cpu")
             } else {
-                "kvm_hc_pvlock_kick"
+                ("kvm_hc_pvlock_wait", "kvm_hc_pvlock_kick")
             };
             let ops = node.info.get("lock_ops").map(String::as_str).unwrap_or("");
-            let kick = node.info.get("kick").map(String::as_str).unwrap_or("");
             if ops != "pvlock" {
-                Err(format!(
+                return Err(format!(
                     "guest_pvlock is not installed (lock_ops '{ops}'{})",
                     node.errors
                         .first()
                         .map(|e| format!(", {e}"))
                         .unwrap_or_default()
-                ))
-            } else if kick != want {
-                Err(format!("guest_pvlock kicks with '{kick}', not {want}"))
-            } else {
-                Ok(format!("pvlock, kick {kick}"))
+                ));
+            }
+            match (node.info.get("mode"), node.info.get("kick")) {
+                (Some(m), _) if m == want_mode => Ok(format!("pvlock, mode {m}")),
+                (Some(m), _) => Err(format!("guest_pvlock runs mode '{m}', not {want_mode}")),
+                (None, Some(k)) if k == want_kick => Ok(format!("pvlock, kick {k}")),
+                (None, k) => Err(format!(
+                    "guest_pvlock kicks with '{}', not {want_kick}",
+                    k.map(String::as_str).unwrap_or("")
+                )),
             }
         }
     }
@@ -266,7 +317,7 @@ fn instance(
     }
     let w = cell.workload;
     if let Some(l1) = l1 {
-        if let Some(h) = l1.hypercalls.get(&format!("{name}:{}", w.label())) {
+        if let Some(h) = l1.hypercalls.get(&format!("{name}:{}", w.step_id())) {
             inst.hypercalls = h.clone();
         }
     }
@@ -277,12 +328,16 @@ fn instance(
         .filter(|st| st.call.starts_with("stat"))
         .map(|st| st.id.as_str())
         .collect();
+    // guest_pvlock's mode changes since it was loaded, by the end of this
+    // workload.
+    let mut mode_changes = None;
     if node.stat_errors.is_empty() && node.stats.len() == stat_ids.len() {
         if let Some(k) = stat_ids
             .iter()
-            .position(|id| *id == format!("stat-{}", w.label()))
+            .position(|id| *id == format!("stat-{}", w.step_id()))
         {
             let now = counters(&node.stats[k]);
+            mode_changes = now.get("mode_changes").copied();
             let before = if k > 0 {
                 counters(&node.stats[k - 1])
             } else {
@@ -295,7 +350,7 @@ fn instance(
             inst.stat = Some(node.stats[k].clone());
         }
     }
-    let step = node.steps.iter().find(|st| st.id == w.label());
+    let step = node.steps.iter().find(|st| st.id == w.step_id());
     inst.step_secs = step.and_then(|st| st.secs);
     let lock = lock_of(node, cell.mode);
     inst.lock = lock.as_ref().ok().cloned();
@@ -312,12 +367,26 @@ fn instance(
         set(&mut inst, Status::WrongMode, format!("{name}: {e}"));
         return inst;
     }
+    // A pvlock guest whose kick stopped working moves to another mode for
+    // good: from then on it measures something else.
+    if let Some(n) = mode_changes.filter(|n| *n > 0) {
+        let start = node.info.get("mode").map(String::as_str).unwrap_or("?");
+        set(
+            &mut inst,
+            Status::WrongMode,
+            format!(
+                "{name}: guest_pvlock changed its mode {n} time(s) by the end of {} (mode at the start '{start}')",
+                w.label()
+            ),
+        );
+        return inst;
+    }
     if !step.timed_out && step.rc.is_none() && !node.done {
         // The guest stopped answering inside the workload and L1 killed it
         // at the L2's bound (or it vanished). Native spinlocks under
         // overcommit can do that by themselves; anything else is the
         // platform (a nested-TCG timer stall), worth running again.
-        if cell.mode == Mode::Native
+        if cell.mode.crawls_under_overcommit()
             && w == Workload::Contended
             && cell.overcommit != Overcommit::X1
         {
@@ -389,8 +458,41 @@ fn instance(
                 inst.status = Some(Status::Ok);
             }
         }
-        _ => {
-            let want = u64::from(w.writers(cell.overcommit));
+        Workload::StressNg => {
+            let Some(sn) = node.stressng.last() else {
+                set(
+                    &mut inst,
+                    Status::Failed,
+                    format!("{name}: stress-ng printed nothing (rc {:?})", step.rc),
+                );
+                return inst;
+            };
+            inst.stressng_ops = sn.ops_per_sec;
+            inst.stressng_rates = sn.rates.clone();
+            if sn.timed_out {
+                set(
+                    &mut inst,
+                    Status::Timeout,
+                    format!("{name}: stress-ng stopped at its bound"),
+                );
+            } else if let Some(e) = &sn.error {
+                set(
+                    &mut inst,
+                    Status::Failed,
+                    format!("{name}: stress-ng failed: {e}"),
+                );
+            } else if sn.ops_per_sec.is_none() {
+                set(
+                    &mut inst,
+                    Status::Failed,
+                    format!("{name}: stress-ng printed no rate"),
+                );
+            } else {
+                inst.status = Some(Status::Ok);
+            }
+        }
+        Workload::Contended | Workload::Uncontended => {
+            let want = u64::from(cell.writers());
             let Some(lt) = node.locktorture.iter().find(|l| l.writers == want) else {
                 set(
                     &mut inst,
@@ -444,7 +546,7 @@ pub fn measurements(
     let l1 = r.nodes.get("l1");
     let mut out = Vec::new();
     for cell in unit.cells() {
-        let names: Vec<String> = (1..=cell.overcommit.guests())
+        let names: Vec<String> = (1..=cell.guests())
             .map(|i| format!("{}-{i}", cell.mode.group()))
             .collect();
         let instances: Vec<Instance> = names
@@ -456,6 +558,7 @@ pub fn measurements(
             key: cell,
             rep: unit.rep,
             unit: unit.name(),
+            position: unit.position(cell.mode),
             status: Status::Ok,
             note: None,
             value: None,
@@ -487,7 +590,10 @@ pub fn measurements(
                     let t: Vec<f64> = is.iter().filter_map(|i| i.hackbench_time).collect();
                     m.value = Some(t.iter().sum::<f64>() / t.len() as f64);
                 }
-                _ => {
+                Workload::StressNg => {
+                    m.value = Some(is.iter().filter_map(|i| i.stressng_ops).sum());
+                }
+                Workload::Contended | Workload::Uncontended => {
                     m.value = Some(is.iter().filter_map(|i| i.per_sec).sum());
                     let max = is.iter().filter_map(|i| i.max).max();
                     let min = is.iter().filter_map(|i| i.min).min();
@@ -525,7 +631,7 @@ mod tests {
     use crate::matrix::plan;
 
     fn unit2x() -> Unit {
-        let cells: Vec<Cell> = Mode::ALL
+        let cells: Vec<Cell> = Mode::MAIN
             .into_iter()
             .map(|mode| Cell {
                 overcommit: Overcommit::X2,
@@ -689,5 +795,138 @@ mod tests {
         assert!(ms
             .iter()
             .all(|m| m.status == Status::NotRun && m.note.as_deref() == Some("cannot start qemu")));
+    }
+
+    fn lt_ok(writers: u64) -> Value {
+        serde_json::json!([{ "kind": "spin_lock", "writers": writers, "secs": 10.0, "total": 1000, "max": 300,
+            "min": 200, "per_sec": 100.0, "fail": 0, "verdict": "SUCCESS" }])
+    }
+
+    #[test]
+    fn the_guest_pvlock_mode_and_the_limit_cell() {
+        let cells: Vec<Cell> = [Mode::NativeTwo, Mode::KickCpu, Mode::HostKvm]
+            .into_iter()
+            .map(|mode| Cell {
+                overcommit: Overcommit::X2,
+                workload: Workload::Contended,
+                mode,
+            })
+            .collect();
+        // Repetition 2: the order rotated left by one.
+        let unit = plan(&cells, 2).remove(1);
+        assert_eq!(
+            unit.order(),
+            [Mode::KickCpu, Mode::HostKvm, Mode::NativeTwo]
+        );
+        let step = serde_json::json!([{ "id": "contended", "call": "locktorture spin_lock 8 10", "rc": 0 },
+            { "id": "stat-contended", "call": "stat" }]);
+        let stat = |changes: i64| serde_json::json!([{ "dirs": { "guest": { "counters": { "kicks": 5, "mode_changes": changes } } } }]);
+        let result = serde_json::json!({ "nodes": {
+            "l1": { "booted": true, "done": true },
+            "nativetwo-1": { "booted": true, "done": true,
+                "dmesg": ["[0.4] kvm-guest: PV spinlocks disabled, forced by \"nopvspin\" parameter"],
+                "steps": [{ "id": "contended", "call": "locktorture spin_lock 4 10", "rc": 0 }],
+                "locktorture": lt_ok(4) },
+            // kick=1 did not take: the guest waits in the project's
+            // hypercall.
+            "kickcpu-1": { "booted": true, "done": true,
+                "info": { "lock_ops": "pvlock", "mode": "kvm_hc_pvlock_wait", "mode_at_load": "kvm_hc_pvlock_wait" },
+                "steps": step, "stats": stat(0), "locktorture": lt_ok(8) },
+            // The project's kick went away during an earlier workload:
+            // no change during this one, but another mode all through it.
+            "hostkvm-1": { "booted": true, "done": true,
+                "info": { "lock_ops": "pvlock", "mode": "kvm_hc_pvlock_wait" },
+                "steps": [{ "id": "stat-uncontended", "call": "stat" }, step[0], step[1]],
+                "stats": [stat(1)[0], stat(1)[0]], "locktorture": lt_ok(8) },
+        }});
+        let s = Settings::new(false, None, 1);
+        let ms = measurements(&unit, &s, &result, None);
+        let by = |m: Mode| ms.iter().find(|x| x.key.mode == m).unwrap();
+        let two = by(Mode::NativeTwo);
+        assert_eq!(two.status, Status::Ok, "{:?}", two.note);
+        assert_eq!(two.instances[0].name, "nativetwo-1");
+        assert_eq!(two.value, Some(100.0));
+        assert_eq!(two.position, Some(3));
+        let kc = by(Mode::KickCpu);
+        assert_eq!(kc.status, Status::WrongMode);
+        assert_eq!(
+            kc.note.as_deref(),
+            Some("kickcpu-1: guest_pvlock runs mode 'kvm_hc_pvlock_wait', not hlt_kvm_hc_kick_cpu")
+        );
+        assert_eq!(kc.position, Some(1));
+        let hk = by(Mode::HostKvm);
+        assert_eq!(hk.status, Status::WrongMode);
+        assert!(
+            hk.note
+                .as_deref()
+                .unwrap()
+                .contains("changed its mode 1 time(s)"),
+            "{:?}",
+            hk.note
+        );
+        // The same guests as they should be.
+        let mut good = result.clone();
+        good["nodes"]["kickcpu-1"]["info"]["mode"] = "hlt_kvm_hc_kick_cpu".into();
+        good["nodes"]["hostkvm-1"]["stats"] = serde_json::json!([stat(0)[0], stat(0)[0]]);
+        let ms = measurements(&unit, &s, &good, None);
+        assert!(ms.iter().all(|m| m.status == Status::Ok), "{ms:?}");
+        let kc = ms.iter().find(|x| x.key.mode == Mode::KickCpu).unwrap();
+        assert_eq!(
+            kc.instances[0].lock.as_deref(),
+            Some("pvlock, mode hlt_kvm_hc_kick_cpu")
+        );
+        // A native-2vcpu guest is not overcommitted: a stall is the
+        // platform's, to be run again, not a result.
+        let mut stalled = good.clone();
+        stalled["nodes"]["nativetwo-1"]["done"] = false.into();
+        stalled["nodes"]["nativetwo-1"]["steps"][0]["rc"] = Value::Null;
+        let ms = measurements(&unit, &s, &stalled, None);
+        let two = ms.iter().find(|x| x.key.mode == Mode::NativeTwo).unwrap();
+        assert_eq!(two.status, Status::NotRun, "{:?}", two.note);
+    }
+
+    #[test]
+    fn stress_ng_results() {
+        let cells: Vec<Cell> = [Mode::Native, Mode::HostKvm]
+            .into_iter()
+            .map(|mode| Cell {
+                overcommit: Overcommit::Two,
+                workload: Workload::StressNg,
+                mode,
+            })
+            .collect();
+        let unit = plan(&cells, 1).remove(0);
+        let guest = |pv: bool, sn: Value| {
+            serde_json::json!({ "booted": true, "done": true,
+                "dmesg": [if pv { "[0.4] kvm-guest: PV spinlocks enabled" } else { "[0.4] kvm-guest: PV spinlocks disabled" }],
+                "info": if pv { serde_json::json!({ "lock_ops": "pvlock", "mode": "kvm_hc_pvlock_wait" }) } else { serde_json::json!({}) },
+                "steps": [{ "id": "stressng", "call": "stressng futex,sigq,eventfd 2 10 55", "rc": 0 }],
+                "stressng": [sn] })
+        };
+        let ok = |r: f64| {
+            serde_json::json!({ "stressors": ["futex", "sigq", "eventfd"], "ops_per_sec": r,
+            "rates": { "futex": r / 2.0, "sigq": r * 4.0, "eventfd": r / 2.0 }, "rc": 0, "secs": 11.0, "timed_out": false })
+        };
+        let result = serde_json::json!({ "nodes": {
+            "l1": { "booted": true, "done": true,
+                "hypercalls": { "hostkvm-1:stressng": { "1886781441": 77 } } },
+            "native-1": guest(false, ok(1000.0)),
+            "native-2": guest(false, serde_json::json!({ "timed_out": true, "error": "timeout" })),
+            "hostkvm-1": guest(true, ok(3000.0)),
+            "hostkvm-2": guest(true, ok(5000.0)),
+        }});
+        let ms = measurements(&unit, &Settings::new(false, None, 1), &result, None);
+        assert_eq!(ms[0].key.mode, Mode::Native);
+        assert_eq!(ms[0].status, Status::Timeout);
+        assert_eq!(
+            ms[0].note.as_deref(),
+            Some("native-2: stress-ng stopped at its bound")
+        );
+        assert_eq!(ms[1].status, Status::Ok);
+        // Summed over the two guests.
+        assert_eq!(ms[1].value, Some(8000.0));
+        assert_eq!(ms[1].fairness, None);
+        assert_eq!(ms[1].instances[0].stressng_rates["sigq"], 12000.0);
+        assert_eq!(ms[1].instances[0].hypercalls["1886781441"], 77);
     }
 }

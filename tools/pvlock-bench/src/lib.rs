@@ -8,7 +8,7 @@
 
 pub mod chart;
 pub mod extract;
+pub mod markdown;
 pub mod matrix;
-pub mod report;
-pub mod results;
+pub mod results_json;
 pub mod stats;

@@ -9,22 +9,23 @@
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use pvlock_bench::extract::{self, Measurement, Status};
+use pvlock_bench::markdown::{self, fmt_secs};
 use pvlock_bench::matrix::{self, Settings, Unit, Workload};
-use pvlock_bench::report::{self, fmt_num, fmt_secs};
-use pvlock_bench::results::{HackbenchFiles, Results, UnitRecord};
+use pvlock_bench::results_json::{ProgramFiles, Results, UnitRecord};
 use pvlock_bench::{chart, stats};
+use pvlock_common::cli;
+use pvlock_common::fmt::{fmt_mmss, fmt_num};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::{Command, ExitCode};
+use std::sync::atomic::Ordering;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use vmtest::run::{self, Config, INTERRUPTED};
 
 #[derive(Parser)]
 #[command(
     version,
     about = "Benchmark native, upstream PV and pvlock spinlocks under vCPU overcommit (L2 KVM guests in a TCG L1)",
-    after_help = "Examples:\n  pvlock-bench --kdir $KDIR --repo . --tools-bin tools/target/x86_64-unknown-linux-gnu/release --quick\n  pvlock-bench ... --only '^2x/contended/' --reps 5\n\nCells are named OVERCOMMIT/WORKLOAD/MODE: overcommit 1x, 2x, 3x, two-guests; workload contended,\nuncontended, hackbench; mode native, upstream-pv, pvlock-kickcpu, pvlock-hostkvm."
+    after_help = "Examples:\n  pvlock-bench --kdir $KDIR --repo . --tools-bin tools/target/x86_64-unknown-linux-gnu/release --quick\n  pvlock-bench ... --only '^2x/contended/' --reps 10\n\nCells are named OVERCOMMIT/WORKLOAD/MODE: overcommit 1x, 2x, 3x, two-guests; workload contended,\nuncontended, hackbench, stress-ng; mode native, native-2vcpu (2x contended only), upstream-pv,\npvlock-kickcpu, pvlock-hostkvm."
 )]
 struct Cli {
     /// The built kernel tree (make print-kdir).
@@ -36,11 +37,12 @@ struct Cli {
     /// Where the statically linked tools (pvlock-stat) are.
     #[arg(long)]
     tools_bin: Option<PathBuf>,
-    /// The reduced matrix (2x contended, every mode; 1x uncontended,
-    /// native and pvlock), 2 repetitions, short runs: under 10 minutes.
+    /// The reduced matrix (2x contended, every mode; 1x contended, native,
+    /// upstream and pvlock; 1x uncontended, native and pvlock-hostkvm), 3
+    /// repetitions, short runs: about 15 minutes.
     #[arg(long)]
     quick: bool,
-    /// Repetitions (default: 2 quick, 3 full).
+    /// Repetitions (default: 3 quick, 5 full).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=50))]
     reps: Option<u32>,
     /// Output directory (default: build/bench/<UTC time>, and
@@ -64,6 +66,9 @@ struct Cli {
     /// hackbench (default: found on PATH; Debian package rt-tests).
     #[arg(long)]
     hackbench: Option<PathBuf>,
+    /// stress-ng (default: found on PATH; Debian package stress-ng).
+    #[arg(long)]
+    stress_ng: Option<PathBuf>,
     /// QEMU binary.
     #[arg(long, default_value = "qemu-system-x86_64")]
     qemu: String,
@@ -73,14 +78,8 @@ struct Cli {
     cache: Option<PathBuf>,
 }
 
-fn main() {
-    match real_main() {
-        Ok(code) => std::process::exit(code),
-        Err(e) => {
-            eprintln!("pvlock-bench: error: {e:#}");
-            std::process::exit(1);
-        }
-    }
+fn main() -> ExitCode {
+    cli::exit_status("pvlock-bench: error", real_main().map(ExitCode::from))
 }
 
 /// The files `ldd` names (libraries and the dynamic loader).
@@ -107,11 +106,13 @@ fn which(name: &str) -> Option<PathBuf> {
     })
 }
 
-/// hackbench and its shared libraries, as initramfs extra files.
-fn hackbench_files(explicit: Option<&Path>) -> Result<Option<HackbenchFiles>> {
+/// Program `name` (`explicit`, or found on PATH) and its shared
+/// libraries, as initramfs extra files, the program as `usr/bin/<name>`;
+/// `None` if it is not installed.
+fn program_files(name: &str, explicit: Option<&Path>) -> Result<Option<ProgramFiles>> {
     let prog = match explicit {
         Some(p) => p.to_path_buf(),
-        None => match which("hackbench") {
+        None => match which(name) {
             Some(p) => p,
             None => return Ok(None),
         },
@@ -120,18 +121,31 @@ fn hackbench_files(explicit: Option<&Path>) -> Result<Option<HackbenchFiles>> {
         .arg(&prog)
         .output()
         .with_context(|| format!("cannot run ldd on {}", prog.display()))?;
-    let mut extra = vec![(prog.clone(), "usr/bin/hackbench".to_string())];
-    // A static hackbench: ldd says "not a dynamic executable" and fails.
+    let mut extra = vec![(prog.clone(), format!("usr/bin/{name}"))];
+    // A static program: ldd says "not a dynamic executable" and fails.
     if out.status.success() {
         for p in ldd_paths(&String::from_utf8_lossy(&out.stdout)) {
             let dest = p.to_string_lossy().trim_start_matches('/').to_string();
             extra.push((p, dest));
         }
     }
-    Ok(Some(HackbenchFiles {
+    Ok(Some(ProgramFiles {
         program: prog,
         extra,
     }))
+}
+
+/// The extra files of every program, each path in the image once.
+fn extra_files(programs: &[Option<&ProgramFiles>]) -> Vec<(PathBuf, String)> {
+    let mut out: Vec<(PathBuf, String)> = Vec::new();
+    for f in programs.iter().flatten() {
+        for (host, image) in &f.extra {
+            if !out.iter().any(|(_, d)| d == image) {
+                out.push((host.clone(), image.clone()));
+            }
+        }
+    }
+    out
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
@@ -162,11 +176,6 @@ fn stamps(t: SystemTime) -> (String, String) {
     )
 }
 
-fn mmss(s: f64) -> String {
-    let s = s.max(0.0) as u64;
-    format!("{:02}:{:02}", s / 60, s % 60)
-}
-
 /// How many QEMU processes run on this machine (read-only look at /proc).
 fn qemus() -> usize {
     std::fs::read_dir("/proc")
@@ -184,10 +193,10 @@ fn qemus() -> usize {
 fn describe(m: &Measurement) -> String {
     match (m.status, m.value) {
         (Status::Ok, Some(v)) => {
-            let unit = if m.key.workload == Workload::Hackbench {
-                "s"
-            } else {
-                "writes/s"
+            let unit = match m.key.workload {
+                Workload::Hackbench => "s",
+                Workload::StressNg => "bogo ops/s",
+                Workload::Contended | Workload::Uncontended => "writes/s",
             };
             let fair = m
                 .fairness
@@ -203,46 +212,10 @@ fn describe(m: &Measurement) -> String {
     }
 }
 
-/// Set by Ctrl-C (vmtest's INTERRUPTED is also set by the stall watchdog).
-static USER_STOP: AtomicBool = AtomicBool::new(false);
-/// Set by the stall watchdog.
-static STALLED: AtomicBool = AtomicBool::new(false);
-
-/// Runs `s` through vmtest, and stops it (through vmtest's interruption
-/// flag) when its console stays silent for `silence` seconds: an L1 whose
-/// timer stalled under nested TCG would otherwise hold the machine until
-/// the scenario's whole-run bound.
-fn run_watched(cfg: &Config, s: &vmtest::scenario::Scenario, silence: u64) -> Result<run::Report> {
-    let log = cfg.out.join(&s.name).join("console-1.log");
-    let _ = std::fs::remove_file(&log);
-    let done = Arc::new(AtomicBool::new(false));
-    let watch = {
-        let done = done.clone();
-        std::thread::spawn(move || {
-            let mut last = (0, Instant::now());
-            while !done.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_secs(1));
-                let len = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
-                if len != last.0 {
-                    last = (len, Instant::now());
-                } else if last.1.elapsed() > Duration::from_secs(silence) {
-                    STALLED.store(true, Ordering::Relaxed);
-                    INTERRUPTED.store(true, Ordering::Relaxed);
-                    break;
-                }
-            }
-        })
-    };
-    let r = run::run(cfg, s, Vec::new());
-    done.store(true, Ordering::Relaxed);
-    let _ = watch.join();
-    r
-}
-
 /// A result JSON like vmtest's, from a console log (of a run that was
 /// stopped, so vmtest wrote none).
 fn parse_console(log: &Path) -> serde_json::Value {
-    let mut p = vmtest::result::Parsed::default();
+    let mut p = vmtest::console::Parsed::default();
     for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
         if line.starts_with("# ") {
             continue;
@@ -258,7 +231,7 @@ fn parse_console(log: &Path) -> serde_json::Value {
 /// `results.md`, `throughput.svg` and `hackbench.svg` into `out`; returns
 /// the Markdown.
 fn write_reports(res: &Results, out: &Path) -> Result<String> {
-    let md = report::markdown(res);
+    let md = markdown::markdown(res);
     std::fs::write(out.join("results.md"), &md)?;
     let reps = res.settings.reps;
     let title = format!("locktorture spin_lock, 2 writers per vCPU: writes/s (median, min-max over {reps} repetitions)");
@@ -268,11 +241,8 @@ fn write_reports(res: &Results, out: &Path) -> Result<String> {
         &title,
         &out.join("throughput.svg"),
     )?;
-    if res
-        .cells()
-        .iter()
-        .any(|c| c.workload == Workload::Hackbench)
-    {
+    let cells = res.cells();
+    if cells.iter().any(|c| c.workload == Workload::Hackbench) {
         let title = format!(
             "hackbench: seconds, lower is better (median, min-max over {reps} repetitions)"
         );
@@ -281,6 +251,17 @@ fn write_reports(res: &Results, out: &Path) -> Result<String> {
             Workload::Hackbench,
             &title,
             &out.join("hackbench.svg"),
+        )?;
+    }
+    if cells.iter().any(|c| c.workload == Workload::StressNg) {
+        let title = format!(
+            "stress-ng: bogo ops/s, geometric mean over the stressors (median, min-max over {reps} repetitions)"
+        );
+        chart::chart(
+            &res.summary,
+            Workload::StressNg,
+            &title,
+            &out.join("stressng.svg"),
         )?;
     }
     Ok(md)
@@ -293,7 +274,7 @@ fn write_json(path: &Path, r: &Results) -> Result<()> {
     Ok(())
 }
 
-fn real_main() -> Result<i32> {
+fn real_main() -> Result<u8> {
     let cli = Cli::parse();
     let t0 = Instant::now();
     let (stamp, started) = stamps(SystemTime::now());
@@ -313,19 +294,11 @@ fn real_main() -> Result<i32> {
         .context("--kdir")?
         .canonicalize()
         .context("--kdir")?;
-    let kernel = std::fs::read_to_string(kdir.join("include/config/kernel.release"))
-        .with_context(|| {
-            format!(
-                "{} is not a built kernel tree (run 'make kernel')",
-                kdir.display()
-            )
-        })?
-        .trim()
-        .to_string();
+    let kernel = run::kernel_release(&kdir)?;
     let tools_bin = cli
         .tools_bin
         .clone()
-        .unwrap_or_else(|| repo.join("tools/target/x86_64-unknown-linux-gnu/release"));
+        .unwrap_or_else(|| Config::default_tools_bin(&repo));
     let settings = Settings::new(cli.quick, cli.reps, cli.retries);
     let only = cli
         .only
@@ -343,10 +316,23 @@ fn real_main() -> Result<i32> {
     }
     let mut hackbench = None;
     if cells.iter().any(|c| c.workload == Workload::Hackbench) {
-        hackbench = hackbench_files(cli.hackbench.as_deref())?;
+        hackbench = program_files("hackbench", cli.hackbench.as_deref())?;
         if hackbench.is_none() {
             notes.push("hackbench is not installed (Debian package rt-tests; make deps): the hackbench workload was skipped".into());
             cells.retain(|c| c.workload != Workload::Hackbench);
+        }
+    }
+    let mut stressng = None;
+    if cells.iter().any(|c| c.workload == Workload::StressNg) {
+        if !matrix::vmtest_knows_step("stressng") {
+            notes.push("vmtest does not know the guest step stressng (its STEP_FUNCTIONS in tools/vmtest/src/scenario.rs): the stress-ng workload was skipped".into());
+            cells.retain(|c| c.workload != Workload::StressNg);
+        } else {
+            stressng = program_files("stress-ng", cli.stress_ng.as_deref())?;
+            if stressng.is_none() {
+                notes.push("stress-ng is not installed (Debian package stress-ng; make deps): the stress-ng workload was skipped".into());
+                cells.retain(|c| c.workload != Workload::StressNg);
+            }
         }
     }
     if cells.is_empty() {
@@ -358,19 +344,37 @@ fn real_main() -> Result<i32> {
     let units = matrix::plan(&cells, settings.reps);
 
     if cli.dry_run {
+        for n in &notes {
+            println!("note: {n}");
+        }
         let mut total = 0.0;
         for u in &units {
             total += u.expected_secs(&settings);
-            let cells: Vec<String> = u.cells().iter().map(|c| c.id()).collect();
+            let order: Vec<String> = u
+                .modes
+                .iter()
+                .map(|(m, ws)| {
+                    format!(
+                        "{} ({})",
+                        m.label(),
+                        ws.iter().map(|w| w.label()).collect::<Vec<_>>().join(", ")
+                    )
+                })
+                .collect();
             println!(
-                "{:<10} ~{:>4.0} s  {}",
+                "{:<10} ~{:>4.0} s  {}{}",
                 u.name(),
                 u.expected_secs(&settings),
-                cells.join(" ")
+                if u.loads_host_kvm() {
+                    "host_kvm, then "
+                } else {
+                    ""
+                },
+                order.join(" -> ")
             );
         }
         println!(
-            "{} runs of L1, {} cells x {} repetitions; estimated {} when nothing stalls",
+            "{} runs of L1, {} cells x {} repetitions; estimated {} when nothing is lost (make-up runs come on top)",
             units.len(),
             cells.len(),
             settings.reps,
@@ -404,13 +408,7 @@ fn real_main() -> Result<i32> {
     let runs_dir = out.join("runs");
     let scen_dir = out.join("scenarios");
     std::fs::create_dir_all(&runs_dir)?;
-    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
-    let cache = cli.cache.clone().unwrap_or_else(|| {
-        std::env::var("PVLOCK_CACHE")
-            .map(PathBuf::from)
-            .unwrap_or_else(|_| PathBuf::from(home).join(".cache/pvlock"))
-            .join("vmtest")
-    });
+    let cache = cli.cache.clone().unwrap_or_else(Config::default_cache);
     let cfg = Config {
         kdir: kdir.clone(),
         repo: repo.clone(),
@@ -422,16 +420,12 @@ fn real_main() -> Result<i32> {
         retry_deadline: None,
         attempts_per_round: None,
         console: false,
-        extra: hackbench
-            .as_ref()
-            .map(|h| h.extra.clone())
-            .unwrap_or_default(),
+        console_silence: None,
+        extra: extra_files(&[hackbench.as_ref(), stressng.as_ref()]),
+        modules: None,
     };
-    ctrlc::set_handler(|| {
-        USER_STOP.store(true, Ordering::Relaxed);
-        INTERRUPTED.store(true, Ordering::Relaxed);
-    })
-    .context("cannot install the Ctrl-C handler")?;
+    ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed))
+        .context("cannot install the Ctrl-C handler")?;
 
     let mut res = Results {
         tool: "pvlock-bench".into(),
@@ -453,13 +447,14 @@ fn real_main() -> Result<i32> {
         settings: settings.clone(),
         only: cli.only.clone(),
         hackbench,
+        stressng,
         notes,
         matrix: cells.iter().map(|c| c.id()).collect(),
         order: Vec::new(),
         units: Vec::new(),
         measurements: Vec::new(),
         unused: Vec::new(),
-        summary: stats::summarize(&[], &cells, settings.reps),
+        summary: stats::summarize(&[], &[], &cells, settings.reps),
     };
     let json_path = out.join("results.json");
     let total_expected: f64 = units.iter().map(|u| u.expected_secs(&settings)).sum();
@@ -515,8 +510,8 @@ fn real_main() -> Result<i32> {
             unit.name(),
             unit.overcommit.label(),
             modes.join("; "),
-            mmss(t0.elapsed().as_secs_f64()),
-            mmss(left)
+            fmt_mmss(t0.elapsed().as_secs_f64()),
+            fmt_mmss(left)
         );
         let loadavg = std::fs::read_to_string("/proc/loadavg")
             .map(|s| s.trim().to_string())
@@ -530,8 +525,16 @@ fn real_main() -> Result<i32> {
         res.order.push(unit.name());
         let started_unit = Instant::now();
         let scenario = unit.scenario(&settings, &scen_dir)?;
+        // Besides vmtest's watchdog on each kernel's heartbeat, a bound on
+        // the console's silence: an L1 whose timer stalled under nested TCG
+        // would otherwise hold the machine until the scenario's whole-run
+        // bound.
         let silence = unit.silence_bound(&settings);
-        let outcome = run_watched(&cfg, &scenario, silence);
+        let unit_cfg = Config {
+            console_silence: Some(silence),
+            ..cfg.clone()
+        };
+        let outcome = run::run(&unit_cfg, &scenario, Vec::new());
         let wall = started_unit.elapsed().as_secs_f64();
 
         let mut stalled = false;
@@ -556,17 +559,14 @@ fn real_main() -> Result<i32> {
             other_qemus,
         };
         let ms = match outcome {
-            Ok(report) => {
+            Ok(report) if report.console_silent.is_none() => {
                 rec.attempts = serde_json::to_value(&report.attempts)?;
                 rec.passed = report.passed;
                 rec.reasons = report.reasons.clone();
                 rec.host = extract::host_side(&report.result);
                 extract::measurements(unit, &settings, &report.result, None)
             }
-            Err(_)
-                if STALLED.swap(false, Ordering::Relaxed) && !USER_STOP.load(Ordering::Relaxed) =>
-            {
-                INTERRUPTED.store(false, Ordering::Relaxed);
+            Ok(_) => {
                 let msg =
                     format!("L1 stalled: no console output for {silence} s (nested TCG); stopped");
                 eprintln!("pvlock-bench: {}: {msg}", unit.name());
@@ -653,14 +653,14 @@ fn real_main() -> Result<i32> {
             }
         }
         res.wall_secs = t0.elapsed().as_secs_f64();
-        res.summary = stats::summarize(&res.measurements, &cells, settings.reps);
+        res.summary = stats::summarize(&res.measurements, &res.unused, &cells, settings.reps);
         write_json(&json_path, &res)?;
     }
 
     res.complete = !interrupted;
     res.finished = Some(stamps(SystemTime::now()).1);
     res.wall_secs = t0.elapsed().as_secs_f64();
-    res.summary = stats::summarize(&res.measurements, &cells, settings.reps);
+    res.summary = stats::summarize(&res.measurements, &res.unused, &cells, settings.reps);
     write_json(&json_path, &res)?;
     let md = write_reports(&res, &out)?;
     println!("{md}");
@@ -714,6 +714,37 @@ mod tests {
         assert_eq!(v["nodes"]["native-1"]["locktorture"][0]["total"], 3594867);
         assert_eq!(v["nodes"]["l1"]["booted"], true);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn extra_files_once_each() {
+        let prog = |name: &str, libs: &[&str]| ProgramFiles {
+            program: PathBuf::from(format!("/usr/bin/{name}")),
+            extra: std::iter::once((
+                PathBuf::from(format!("/usr/bin/{name}")),
+                format!("usr/bin/{name}"),
+            ))
+            .chain(
+                libs.iter()
+                    .map(|l| (PathBuf::from(format!("/lib/{l}")), format!("lib/{l}"))),
+            )
+            .collect(),
+        };
+        let hb = prog("hackbench", &["libc.so.6"]);
+        let sn = prog("stress-ng", &["libm.so.6", "libc.so.6"]);
+        let images: Vec<String> = extra_files(&[Some(&hb), None, Some(&sn)])
+            .into_iter()
+            .map(|(_, d)| d)
+            .collect();
+        assert_eq!(
+            images,
+            [
+                "usr/bin/hackbench",
+                "lib/libc.so.6",
+                "usr/bin/stress-ng",
+                "lib/libm.so.6"
+            ]
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! The benchmark matrix (overcommit x lock mode x workload), the settings
 //! that size it, and the runs that measure it: one vmtest scenario (one L1
 //! boot) per overcommit level and repetition, booting one L2 (or two, for
-//! "two guests") per lock mode in turn.
+//! "two guests") per lock mode in turn, in an order that rotates from one
+//! repetition to the next.
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -29,6 +30,7 @@ pub enum Overcommit {
 }
 
 impl Overcommit {
+    /// Every level, in the order of the tables and of the runs.
     pub const ALL: [Overcommit; 4] = [
         Overcommit::X1,
         Overcommit::X2,
@@ -36,6 +38,7 @@ impl Overcommit {
         Overcommit::Two,
     ];
 
+    /// The name in cell ids and tables (`1x`, ..., `two-guests`).
     pub fn label(self) -> &'static str {
         match self {
             Overcommit::X1 => "1x",
@@ -85,25 +88,48 @@ pub enum Mode {
     /// `nopvspin`: the native qspinlock.
     #[serde(rename = "native")]
     Native,
+    /// `nopvspin` on an L2 with 2 vCPUs, in the 2x L1 boot: the same work
+    /// as the overcommitted guests' without the overcommit, the
+    /// denominator of the limit ratio.
+    #[serde(rename = "native-2vcpu")]
+    NativeTwo,
     /// Upstream PV spinlocks (KVM_HC_KICK_CPU), as the kernel boots.
     #[serde(rename = "upstream-pv")]
     Upstream,
-    /// guest_pvlock on a stock host: kicks with KVM_HC_KICK_CPU.
+    /// guest_pvlock with `kick=1`: HLT and KVM_HC_KICK_CPU, as on a stock
+    /// host, even though L1 runs host_kvm.
     #[serde(rename = "pvlock-kickcpu")]
     KickCpu,
-    /// guest_pvlock with host_kvm in L1: the project's kick hypercall.
+    /// guest_pvlock with host_kvm in L1: the project's lock wait and kick
+    /// hypercalls.
     #[serde(rename = "pvlock-hostkvm")]
     HostKvm,
 }
 
 impl Mode {
-    /// In run order: host_kvm is loaded in L1 before the last.
-    pub const ALL: [Mode; 4] = [Mode::Native, Mode::Upstream, Mode::KickCpu, Mode::HostKvm];
+    /// Every mode, in the canonical order: repetition 1 runs an L1 boot's
+    /// modes in this order, repetition r rotates it left by r-1 (see
+    /// [`plan`]).
+    pub const ALL: [Mode; 5] = [
+        Mode::Native,
+        Mode::NativeTwo,
+        Mode::Upstream,
+        Mode::KickCpu,
+        Mode::HostKvm,
+    ];
+    /// The modes measured in every cell of the full matrix
+    /// (native-2vcpu is only the limit ratio's cell).
+    pub const MAIN: [Mode; 4] = [Mode::Native, Mode::Upstream, Mode::KickCpu, Mode::HostKvm];
+    /// The project's modes.
     pub const PVLOCK: [Mode; 2] = [Mode::KickCpu, Mode::HostKvm];
+    /// What pvlock is compared with, in the order of the tables.
+    pub const BASES: [Mode; 3] = [Mode::Native, Mode::Upstream, Mode::NativeTwo];
 
+    /// The name in cell ids, tables and `results.json`.
     pub fn label(self) -> &'static str {
         match self {
             Mode::Native => "native",
+            Mode::NativeTwo => "native-2vcpu",
             Mode::Upstream => "upstream-pv",
             Mode::KickCpu => "pvlock-kickcpu",
             Mode::HostKvm => "pvlock-hostkvm",
@@ -114,25 +140,74 @@ impl Mode {
     pub fn group(self) -> &'static str {
         match self {
             Mode::Native => "native",
+            Mode::NativeTwo => "nativetwo",
             Mode::Upstream => "upstream",
             Mode::KickCpu => "kickcpu",
             Mode::HostKvm => "hostkvm",
         }
     }
 
+    /// The name in ratio and column headings (`hostkvm / upstream`).
     pub fn short(self) -> &'static str {
         match self {
             Mode::Native => "native",
+            Mode::NativeTwo => "native-2vcpu",
             Mode::Upstream => "upstream",
             Mode::KickCpu => "kickcpu",
             Mode::HostKvm => "hostkvm",
         }
     }
 
+    /// Booted with `nopvspin`.
+    pub fn is_native(self) -> bool {
+        matches!(self, Mode::Native | Mode::NativeTwo)
+    }
+
+    /// The native lock on an overcommitted guest: the mode whose runs are
+    /// kept short and bounded generously, and whose stall during the
+    /// contended workload is a result (not the platform's).
+    pub fn crawls_under_overcommit(self) -> bool {
+        self == Mode::Native
+    }
+
+    /// The guest loads guest_pvlock.
     pub fn loads_guest_pvlock(self) -> bool {
         matches!(self, Mode::KickCpu | Mode::HostKvm)
     }
+
+    /// The guest's `load` step arguments: guest_pvlock and its parameters
+    /// (`kick=1` forces HLT and KVM_HC_KICK_CPU although L1 offers the
+    /// project's hypercalls); empty if it loads nothing.
+    pub fn guest_pvlock_args(self) -> &'static [&'static str] {
+        match self {
+            Mode::KickCpu => &["guest_pvlock", "kick=1"],
+            Mode::HostKvm => &["guest_pvlock"],
+            _ => &[],
+        }
+    }
+
+    /// vCPUs of each of this mode's guests at overcommit `oc`.
+    pub fn vcpus(self, oc: Overcommit) -> u32 {
+        if self == Mode::NativeTwo {
+            2
+        } else {
+            oc.vcpus()
+        }
+    }
+
+    /// This mode's guests booted at once at overcommit `oc`.
+    pub fn guests(self, oc: Overcommit) -> u32 {
+        if self == Mode::NativeTwo {
+            1
+        } else {
+            oc.guests()
+        }
+    }
 }
+
+/// The stress-ng stressors of the `stress-ng` workload, as the guest step
+/// takes them (see `Documentation/pvlock/benchmark.rst` for why these).
+pub const STRESSNG_STRESSORS: &str = "futex,sigq,eventfd";
 
 /// What the L2 runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -146,27 +221,46 @@ pub enum Workload {
     /// rt-tests hackbench (process mode, sockets).
     #[serde(rename = "hackbench")]
     Hackbench,
+    /// stress-ng's futex, sigq and eventfd stressors, one instance of each
+    /// per vCPU.
+    #[serde(rename = "stress-ng")]
+    StressNg,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 3] = [
+    /// Every workload, in the order of the tables.
+    pub const ALL: [Workload; 4] = [
         Workload::Contended,
         Workload::Uncontended,
         Workload::Hackbench,
+        Workload::StressNg,
     ];
     /// The order inside an L2: the workload most likely to hit its bound
     /// (contended, for native) last, so that it cannot spoil the others.
-    pub const RUN_ORDER: [Workload; 3] = [
+    pub const RUN_ORDER: [Workload; 4] = [
         Workload::Uncontended,
         Workload::Hackbench,
+        Workload::StressNg,
         Workload::Contended,
     ];
 
+    /// The name in cell ids and tables.
     pub fn label(self) -> &'static str {
         match self {
             Workload::Contended => "contended",
             Workload::Uncontended => "uncontended",
             Workload::Hackbench => "hackbench",
+            Workload::StressNg => "stress-ng",
+        }
+    }
+
+    /// The id of its step in the guest's plan (also the label of its
+    /// hypercall mark and, with `stat-`, of the statistics snapshot after
+    /// it).
+    pub fn step_id(self) -> &'static str {
+        match self {
+            Workload::StressNg => "stressng",
+            w => w.label(),
         }
     }
 
@@ -175,19 +269,29 @@ impl Workload {
         match self {
             Workload::Contended | Workload::Uncontended => "writes/s, higher is better",
             Workload::Hackbench => "seconds, lower is better",
+            Workload::StressNg => {
+                "bogo ops/s (geometric mean over the stressors), higher is better"
+            }
         }
     }
 
+    /// Higher values are better (throughput; hackbench's time is not).
     pub fn higher_is_better(self) -> bool {
         self != Workload::Hackbench
     }
 
-    /// locktorture writers in each L2 (0 for hackbench).
-    pub fn writers(self, oc: Overcommit) -> u32 {
+    /// A program from userspace rather than a locktorture run.
+    pub fn is_macro(self) -> bool {
+        matches!(self, Workload::Hackbench | Workload::StressNg)
+    }
+
+    /// locktorture writers in an L2 with `vcpus` vCPUs (0 for the macro
+    /// workloads).
+    pub fn writers(self, vcpus: u32) -> u32 {
         match self {
-            Workload::Contended => 2 * oc.vcpus(),
+            Workload::Contended => 2 * vcpus,
             Workload::Uncontended => 1,
-            Workload::Hackbench => 0,
+            Workload::Hackbench | Workload::StressNg => 0,
         }
     }
 }
@@ -195,8 +299,11 @@ impl Workload {
 /// One point of the matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Cell {
+    /// The L1 boot it runs in.
     pub overcommit: Overcommit,
+    /// What its guests run.
     pub workload: Workload,
+    /// The lock its guests run.
     pub mode: Mode,
 }
 
@@ -210,14 +317,31 @@ impl Cell {
             self.mode.label()
         )
     }
+
+    /// vCPUs of each of its guests.
+    pub fn vcpus(&self) -> u32 {
+        self.mode.vcpus(self.overcommit)
+    }
+
+    /// Its guests, booted at once.
+    pub fn guests(&self) -> u32 {
+        self.mode.guests(self.overcommit)
+    }
+
+    /// locktorture writers in each of its guests.
+    pub fn writers(&self) -> u32 {
+        self.workload.writers(self.vcpus())
+    }
 }
 
 /// Durations and bounds.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Settings {
+    /// The quick matrix.
     pub quick: bool,
+    /// Repetitions.
     pub reps: u32,
-    /// locktorture seconds, contended, PV modes.
+    /// locktorture seconds, contended, PV modes and native-2vcpu.
     pub contended_secs: u64,
     /// locktorture seconds, contended, native (kept short: lock-holder
     /// preemption makes it crawl under overcommit).
@@ -226,28 +350,52 @@ pub struct Settings {
     pub uncontended_secs: u64,
     /// hackbench messages per sender; groups = the L2's vCPUs.
     pub hackbench_loops: u64,
-    /// Bound on a native contended locktorture step beyond its duration.
+    /// stress-ng seconds (its `--timeout`).
+    #[serde(default)]
+    pub stressng_secs: u64,
+    /// Bound on a native contended locktorture step (and a native stress-ng
+    /// run) beyond its duration.
     pub native_bound_secs: u64,
-    /// Bound on any other locktorture step beyond its duration.
+    /// Bound on any other locktorture step (and stress-ng run) beyond its
+    /// duration.
     pub bound_secs: u64,
-    /// Bound on hackbench (native / the PV modes).
+    /// Bound on native hackbench.
     pub native_hackbench_bound_secs: u64,
+    /// Bound on hackbench in the other modes.
     pub hackbench_bound_secs: u64,
     /// Make-up runs of the guests the platform lost (nested TCG), per
     /// run.
     pub retries: u32,
 }
 
+// The time model of the estimate (seconds when nothing is lost), from the
+// runs on this machine: an L1 boot takes about 8 s, an L2 boot 12-20 s,
+// loading guest_pvlock 2-4 s.
+/// L1: boot, and its last steps and power-off.
+const T_L1: f64 = 8.0 + 2.0;
+/// L1 loads host_kvm.
+const T_HOST_KVM: f64 = 1.0;
+/// An L2: boot, `info`, the first hypercall mark, `warnings`, power-off.
+const T_L2: f64 = 15.0;
+/// An L2 loads guest_pvlock.
+const T_GUEST_PVLOCK: f64 = 3.0;
+/// After each workload: its hypercall mark (1 s) and, for pvlock, the
+/// statistics snapshot.
+const T_AFTER_STEP: f64 = 2.0;
+
 impl Settings {
+    /// The settings of the quick or the full matrix; `reps` overrides the
+    /// default repetitions (3 quick, 5 full).
     pub fn new(quick: bool, reps: Option<u32>, retries: u32) -> Settings {
         if quick {
             Settings {
                 quick,
-                reps: reps.unwrap_or(2),
+                reps: reps.unwrap_or(3),
                 contended_secs: 5,
                 native_contended_secs: 5,
                 uncontended_secs: 5,
                 hackbench_loops: 20,
+                stressng_secs: 5,
                 native_bound_secs: 80,
                 bound_secs: 30,
                 native_hackbench_bound_secs: 90,
@@ -257,11 +405,12 @@ impl Settings {
         } else {
             Settings {
                 quick,
-                reps: reps.unwrap_or(3),
+                reps: reps.unwrap_or(5),
                 contended_secs: 10,
                 native_contended_secs: 5,
                 uncontended_secs: 10,
                 hackbench_loops: 30,
+                stressng_secs: 10,
                 native_bound_secs: 150,
                 bound_secs: 45,
                 native_hackbench_bound_secs: 150,
@@ -271,73 +420,93 @@ impl Settings {
         }
     }
 
+    /// locktorture's seconds for workload `w` (contended or uncontended)
+    /// in mode `mode`.
     pub fn lt_secs(&self, mode: Mode, w: Workload) -> u64 {
-        match (mode, w) {
-            (Mode::Native, Workload::Contended) => self.native_contended_secs,
-            (_, Workload::Contended) => self.contended_secs,
+        match (mode.crawls_under_overcommit(), w) {
+            (true, Workload::Contended) => self.native_contended_secs,
+            (false, Workload::Contended) => self.contended_secs,
             _ => self.uncontended_secs,
         }
     }
 
-    fn hackbench_bound(&self, mode: Mode) -> u64 {
-        if mode == Mode::Native {
+    /// hackbench's bound in the guest (its `timeout`).
+    pub fn hackbench_bound(&self, mode: Mode) -> u64 {
+        if mode.crawls_under_overcommit() {
             self.native_hackbench_bound_secs
         } else {
             self.hackbench_bound_secs
         }
     }
 
+    /// stress-ng's bound in the guest (its `timeout`): its duration and
+    /// the bound beyond it.
+    pub fn stressng_bound(&self, mode: Mode) -> u64 {
+        self.stressng_secs
+            + if mode.crawls_under_overcommit() {
+                self.native_bound_secs
+            } else {
+                self.bound_secs
+            }
+    }
+
     /// The step timeout of workload `w` in mode `mode`.
     pub fn step_timeout(&self, mode: Mode, w: Workload) -> u64 {
-        match (mode, w) {
-            (_, Workload::Hackbench) => self.hackbench_bound(mode) + 20,
-            (Mode::Native, Workload::Contended) => self.lt_secs(mode, w) + self.native_bound_secs,
+        match w {
+            Workload::Hackbench => self.hackbench_bound(mode) + 20,
+            Workload::StressNg => self.stressng_bound(mode) + 20,
+            Workload::Contended if mode.crawls_under_overcommit() => {
+                self.lt_secs(mode, w) + self.native_bound_secs
+            }
             _ => self.lt_secs(mode, w) + self.bound_secs,
         }
     }
 
     /// What a workload is expected to take when nothing goes wrong, for the
-    /// time estimate (seconds, including locktorture's load and unload).
+    /// time estimate (seconds: locktorture's run and its load and unload,
+    /// hackbench's usual time, stress-ng's run and its start and stop).
     pub fn expected_secs(&self, mode: Mode, w: Workload) -> f64 {
         match w {
             Workload::Hackbench => 8.0,
+            Workload::StressNg => self.stressng_secs as f64 + 3.0,
             _ => self.lt_secs(mode, w) as f64 + 4.0,
         }
     }
 }
 
 /// The cells of the quick or the full matrix.
+///
+/// Quick: 2x contended in every mode (native-2vcpu included); 1x contended
+/// in native, upstream-pv and both pvlock modes; 1x uncontended in native
+/// and pvlock-hostkvm (the fast path does not depend on the kick). Full:
+/// every overcommit level, workload and main mode, and native-2vcpu in 2x
+/// contended.
 pub fn cells(quick: bool) -> Vec<Cell> {
+    let cell = |overcommit, workload, mode| Cell {
+        overcommit,
+        workload,
+        mode,
+    };
     let mut v = Vec::new();
     if quick {
         for mode in Mode::ALL {
-            v.push(Cell {
-                overcommit: Overcommit::X2,
-                workload: Workload::Contended,
-                mode,
-            });
+            v.push(cell(Overcommit::X2, Workload::Contended, mode));
         }
-        // The fast path is the same whatever kicks: one pvlock mode is
-        // enough to compare with native.
+        for mode in Mode::MAIN {
+            v.push(cell(Overcommit::X1, Workload::Contended, mode));
+        }
         for mode in [Mode::Native, Mode::HostKvm] {
-            v.push(Cell {
-                overcommit: Overcommit::X1,
-                workload: Workload::Uncontended,
-                mode,
-            });
+            v.push(cell(Overcommit::X1, Workload::Uncontended, mode));
         }
     } else {
         for overcommit in Overcommit::ALL {
             for workload in Workload::ALL {
-                for mode in Mode::ALL {
-                    v.push(Cell {
-                        overcommit,
-                        workload,
-                        mode,
-                    });
+                for mode in Mode::MAIN {
+                    v.push(cell(overcommit, workload, mode));
                 }
             }
         }
+        v.push(cell(Overcommit::X2, Workload::Contended, Mode::NativeTwo));
     }
     v.sort();
     v
@@ -351,17 +520,42 @@ pub fn filter(cells: Vec<Cell>, re: Option<&regex::Regex>) -> Vec<Cell> {
     }
 }
 
+/// Whether vmtest's scenario parser knows the guest step function
+/// `function` (a step it does not know makes the whole scenario invalid):
+/// loads a one-step scenario written to the temporary directory.
+pub fn vmtest_knows_step(function: &str) -> bool {
+    static PROBES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("pvlock-bench-probe-{}-{n}", std::process::id()));
+    let path = dir.join(format!("probe-{function}.toml"));
+    let text = format!(
+        "description = \"pvlock-bench: does vmtest know the step {function}?\"\n\
+         [l1]\nsteps = [{{ run = \"{function}\" }}]\n"
+    );
+    let ok = std::fs::create_dir_all(&dir).is_ok()
+        && std::fs::write(&path, text).is_ok()
+        && Scenario::load(&path).is_ok();
+    let _ = std::fs::remove_dir_all(&dir);
+    ok
+}
+
 /// One L1 boot: every selected mode of one overcommit level, in one
 /// repetition.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Unit {
+    /// The repetition (from 1).
     pub rep: u32,
+    /// The overcommit level of every cell it measures.
     pub overcommit: Overcommit,
     /// The modes in run order, each with its workloads in run order.
     pub modes: Vec<(Mode, Vec<Workload>)>,
     /// 0 for the planned run; n for the n-th make-up run of the modes
     /// whose guests the platform lost.
     pub retry: u32,
+    /// L1 loads host_kvm before the first guest: the planned run has a
+    /// pvlock mode (a make-up run inherits it, so that its guests run on
+    /// the host the planned run's did).
+    pub host_kvm: bool,
 }
 
 impl Unit {
@@ -374,7 +568,8 @@ impl Unit {
         }
     }
 
-    /// A make-up run of `modes` only, in the same repetition.
+    /// A make-up run of `modes` only, in the same repetition and in this
+    /// unit's order.
     pub fn retry_of(&self, modes: &[Mode]) -> Unit {
         Unit {
             rep: self.rep,
@@ -386,9 +581,29 @@ impl Unit {
                 .cloned()
                 .collect(),
             retry: self.retry + 1,
+            host_kvm: self.host_kvm,
         }
     }
 
+    /// The modes in run order.
+    pub fn order(&self) -> Vec<Mode> {
+        self.modes.iter().map(|(m, _)| *m).collect()
+    }
+
+    /// The place of `mode` in the run order, from 1.
+    pub fn position(&self, mode: Mode) -> Option<u32> {
+        self.modes
+            .iter()
+            .position(|(m, _)| *m == mode)
+            .map(|p| p as u32 + 1)
+    }
+
+    /// L1 loads host_kvm (first, before any guest boots).
+    pub fn loads_host_kvm(&self) -> bool {
+        self.host_kvm
+    }
+
+    /// Its cells, in run order.
     pub fn cells(&self) -> Vec<Cell> {
         let mut v = Vec::new();
         for (mode, ws) in &self.modes {
@@ -403,17 +618,20 @@ impl Unit {
         v
     }
 
-    /// The time this unit should take, for the estimate.
+    /// The time this unit should take when nothing is lost, for the
+    /// estimate.
     pub fn expected_secs(&self, s: &Settings) -> f64 {
-        let mut t = 5.0;
+        let mut t = T_L1;
+        if self.loads_host_kvm() {
+            t += T_HOST_KVM;
+        }
         for (mode, ws) in &self.modes {
-            // L2 boot, info, hcmarks, power-off.
-            t += 12.0;
+            t += T_L2;
             if mode.loads_guest_pvlock() {
-                t += 4.0;
+                t += T_GUEST_PVLOCK;
             }
             for w in ws {
-                t += s.expected_secs(*mode, *w) + 2.0;
+                t += s.expected_secs(*mode, *w) + T_AFTER_STEP;
             }
         }
         t
@@ -453,13 +671,16 @@ impl Unit {
         let mut l1 = Vec::new();
         let mut groups = String::new();
         let mut total = 120;
+        // host_kvm first, so that every guest of the boot runs on the same
+        // host whatever the order; pvlock-kickcpu keeps to the stock kick
+        // with kick=1.
+        if self.loads_host_kvm() {
+            l1.push(
+                r#"{ run = "load", args = ["host_kvm", "force=1"], id = "host_kvm" }"#.to_string(),
+            );
+        }
         for (mode, ws) in &self.modes {
-            if *mode == Mode::HostKvm {
-                l1.push(
-                    r#"{ run = "load", args = ["host_kvm", "force=1"], id = "host_kvm" }"#
-                        .to_string(),
-                );
-            }
+            let vcpus = mode.vcpus(oc);
             let to = self.l2_timeout(s, *mode, ws);
             total += to + 10;
             l1.push(format!(
@@ -469,24 +690,35 @@ impl Unit {
             ));
             let mut steps = Vec::new();
             if mode.loads_guest_pvlock() {
-                steps
-                    .push(r#"{ run = "load", args = ["guest_pvlock"], timeout = 60 }"#.to_string());
+                let args: Vec<String> = mode
+                    .guest_pvlock_args()
+                    .iter()
+                    .map(|a| format!("\"{a}\""))
+                    .collect();
+                steps.push(format!(
+                    r#"{{ run = "load", args = [{}], timeout = 60 }}"#,
+                    args.join(", ")
+                ));
             }
             steps.push(r#"{ run = "info" }"#.to_string());
             steps.push(r#"{ run = "hcmark", args = ["start"] }"#.to_string());
             for w in Workload::RUN_ORDER.iter().filter(|w| ws.contains(w)) {
                 let timeout = s.step_timeout(*mode, *w);
-                let id = w.label();
+                let id = w.step_id();
                 match w {
                     Workload::Hackbench => steps.push(format!(
-                        r#"{{ run = "hackbench", args = ["{}", "{}", "{}"], timeout = {timeout}, id = "{id}" }}"#,
-                        oc.vcpus(),
+                        r#"{{ run = "hackbench", args = ["{vcpus}", "{}", "{}"], timeout = {timeout}, id = "{id}" }}"#,
                         s.hackbench_loops,
                         s.hackbench_bound(*mode)
                     )),
+                    Workload::StressNg => steps.push(format!(
+                        r#"{{ run = "stressng", args = ["{STRESSNG_STRESSORS}", "{vcpus}", "{}", "{}"], timeout = {timeout}, id = "{id}" }}"#,
+                        s.stressng_secs,
+                        s.stressng_bound(*mode)
+                    )),
                     _ => steps.push(format!(
                         r#"{{ run = "locktorture", args = ["spin_lock", "{}", "{}"], timeout = {timeout}, id = "{id}" }}"#,
-                        w.writers(oc),
+                        w.writers(vcpus),
                         s.lt_secs(*mode, *w)
                     )),
                 }
@@ -498,29 +730,28 @@ impl Unit {
             steps.push(r#"{ run = "warnings" }"#.to_string());
             let _ = write!(
                 groups,
-                "\n[[l2]]\ngroup = \"{}\"\ncount = {}\ncpus = {}\ncmdline = \"{}\"\nsteps = [\n  {},\n]\n",
+                "\n[[l2]]\ngroup = \"{}\"\ncount = {}\ncpus = {vcpus}\ncmdline = \"{}\"\nsteps = [\n  {},\n]\n",
                 mode.group(),
-                oc.guests(),
-                oc.vcpus(),
-                if *mode == Mode::Native { "nopvspin" } else { "" },
+                mode.guests(oc),
+                if mode.is_native() { "nopvspin" } else { "" },
                 steps.join(",\n  ")
             );
         }
-        if self.modes.iter().any(|(m, _)| *m == Mode::HostKvm) {
+        if self.loads_host_kvm() {
             l1.push(r#"{ run = "stat", id = "host-stat" }"#.to_string());
         }
         l1.push(r#"{ run = "warnings" }"#.to_string());
         let modes: Vec<&str> = self.modes.iter().map(|(m, _)| m.label()).collect();
         format!(
             "# Generated by pvlock-bench; run again with `vmtest run <this file>`\n\
-             # (hackbench needs its --extra files, see results.json).\n\
+             # (hackbench and stress-ng need their --extra files, see results.json).\n\
              description = \"pvlock-bench repetition {} at {} overcommit: {}\"\n\
              timeout = {total}\n\
              # pvlock-bench runs again only the guests the platform lost.\n\
              retries = 0\n\n[l1]\nsteps = [\n  {},\n]\n{groups}",
             self.rep,
             oc.label(),
-            modes.join(", "),
+            modes.join(", then "),
             l1.join(",\n  ")
         )
     }
@@ -536,10 +767,17 @@ impl Unit {
     }
 }
 
-/// The runs, interleaved: repetition by repetition, every overcommit level
-/// and, inside each L1 boot, every mode in turn (native, upstream PV,
-/// pvlock-kickcpu, pvlock-hostkvm), so that the machine's drift hits every
-/// mode alike.
+/// The runs: repetition by repetition, every overcommit level in one L1
+/// boot, in which every selected mode boots its guests in turn, so that
+/// the machine's drift hits every mode alike.
+///
+/// The order of the modes inside an L1 boot is a cyclic Latin square over
+/// the repetitions: repetition r runs the canonical order ([`Mode::ALL`],
+/// restricted to the unit's modes, k of them) rotated left by
+/// (r-1) mod k, so that over k repetitions every mode runs once in every
+/// place. (L1 loads host_kvm before the first guest, so the order changes
+/// nothing else; see [`Unit::scenario_toml`].) Make-up runs
+/// ([`Unit::retry_of`]) keep their unit's order.
 pub fn plan(cells: &[Cell], reps: u32) -> Vec<Unit> {
     let mut units = Vec::new();
     for rep in 1..=reps {
@@ -561,11 +799,15 @@ pub fn plan(cells: &[Cell], reps: u32) -> Vec<Unit> {
                 }
             }
             if !modes.is_empty() {
+                let k = modes.len();
+                modes.rotate_left((rep as usize - 1) % k);
+                let host_kvm = modes.iter().any(|(m, _)| m.loads_guest_pvlock());
                 units.push(Unit {
                     rep,
                     overcommit: oc,
                     modes,
                     retry: 0,
+                    host_kvm,
                 });
             }
         }
@@ -577,22 +819,45 @@ pub fn plan(cells: &[Cell], reps: u32) -> Vec<Unit> {
 mod tests {
     use super::*;
 
+    fn total_secs(units: &[Unit], s: &Settings) -> f64 {
+        units.iter().map(|u| u.expected_secs(s)).sum()
+    }
+
     #[test]
     fn full_matrix_is_complete() {
         let c = cells(false);
-        assert_eq!(c.len(), 4 * 4 * 3);
+        assert_eq!(c.len(), 4 * 4 * 4 + 1);
         let ids: std::collections::BTreeSet<String> = c.iter().map(Cell::id).collect();
-        assert_eq!(ids.len(), 48);
+        assert_eq!(ids.len(), 65);
         assert!(ids.contains("two-guests/hackbench/pvlock-hostkvm"));
         assert!(ids.contains("3x/uncontended/native"));
-        let units = plan(&c, 3);
-        assert_eq!(units.len(), 12);
+        assert!(ids.contains("3x/stress-ng/upstream-pv"));
+        assert!(ids.contains("2x/contended/native-2vcpu"));
+        assert_eq!(ids.iter().filter(|i| i.contains("native-2vcpu")).count(), 1);
+        let s = Settings::new(false, None, 1);
+        assert_eq!(s.reps, 5);
+        let units = plan(&c, s.reps);
+        assert_eq!(units.len(), 20);
         for u in &units {
-            assert_eq!(u.modes.len(), 4);
-            for (_, ws) in &u.modes {
-                assert_eq!(ws, &Workload::RUN_ORDER.to_vec());
+            let want = if u.overcommit == Overcommit::X2 { 5 } else { 4 };
+            assert_eq!(u.modes.len(), want, "{}", u.name());
+            for (m, ws) in &u.modes {
+                if *m == Mode::NativeTwo {
+                    assert_eq!(ws, &[Workload::Contended]);
+                } else {
+                    assert_eq!(ws, &Workload::RUN_ORDER.to_vec());
+                }
             }
         }
+        // The estimate of the full matrix, 5 repetitions, when nothing is
+        // lost: an L1 boot 10 + 1 (host_kvm) + native 67 + upstream 72 +
+        // kickcpu 75 + hostkvm 75 = 300 s, at 2x 31 s more for
+        // native-2vcpu; 1231 s per repetition, 6155 s (102 min 35 s) in
+        // all.
+        let one = plan(&c, 1);
+        let per: Vec<f64> = one.iter().map(|u| u.expected_secs(&s)).collect();
+        assert_eq!(per, [300.0, 331.0, 300.0, 300.0]);
+        assert_eq!(total_secs(&units, &s), 6155.0);
     }
 
     #[test]
@@ -602,59 +867,135 @@ mod tests {
         for m in Mode::ALL {
             assert!(ids.contains(&format!("2x/contended/{}", m.label())));
         }
+        for m in Mode::MAIN {
+            assert!(ids.contains(&format!("1x/contended/{}", m.label())));
+        }
         assert!(ids.contains(&"1x/uncontended/native".to_string()));
         assert!(ids.contains(&"1x/uncontended/pvlock-hostkvm".to_string()));
-        assert_eq!(c.len(), 6);
+        assert_eq!(c.len(), 5 + 4 + 2);
+        assert!(!c.iter().any(|c| c.workload.is_macro()));
         let s = Settings::new(true, None, 1);
-        assert_eq!(s.reps, 2);
+        assert_eq!(s.reps, 3);
         assert!(s.contended_secs <= 10 && s.uncontended_secs <= 10);
         let units = plan(&c, s.reps);
-        assert_eq!(units.len(), 4);
-        let est: f64 = units.iter().map(|u| u.expected_secs(&s)).sum();
-        assert!(est < 480.0, "quick mode is estimated at {est} s");
-        assert!(est > 240.0, "quick mode is estimated at {est} s");
-        assert_eq!(Settings::new(false, None, 1).reps, 3);
+        assert_eq!(units.len(), 6);
+        // The estimate: per repetition, the 1x boot 10 + 1 (host_kvm) +
+        // native 37 + upstream 26 + kickcpu 29 + hostkvm 40 = 143 s, the
+        // 2x boot 10 + 1 + 3 x 26 + 2 x 29 = 147 s; 3 repetitions: 870 s,
+        // 14 min 30 s, under 15 minutes.
+        let per: Vec<f64> = units[..2].iter().map(|u| u.expected_secs(&s)).collect();
+        assert_eq!(per, [143.0, 147.0]);
+        let est = total_secs(&units, &s);
+        assert_eq!(est, 870.0);
+        assert!(est < 15.0 * 60.0, "quick mode is estimated at {est} s");
         assert_eq!(Settings::new(true, Some(5), 1).reps, 5);
     }
 
     #[test]
     fn interleaved_order() {
-        let units = plan(&cells(true), 2);
+        let units = plan(&cells(true), 3);
         let names: Vec<String> = units.iter().map(Unit::name).collect();
-        assert_eq!(names, ["r1-1x", "r1-2x", "r2-1x", "r2-2x"]);
-        let modes: Vec<Mode> = units[1].modes.iter().map(|(m, _)| *m).collect();
-        assert_eq!(modes, Mode::ALL);
-        let modes: Vec<Mode> = units[0].modes.iter().map(|(m, _)| *m).collect();
-        assert_eq!(modes, [Mode::Native, Mode::HostKvm]);
+        assert_eq!(
+            names,
+            ["r1-1x", "r1-2x", "r2-1x", "r2-2x", "r3-1x", "r3-2x"]
+        );
+        use Mode::*;
+        // A cyclic Latin square: repetition r rotates the canonical order
+        // left by r-1.
+        assert_eq!(
+            units[1].order(),
+            [Native, NativeTwo, Upstream, KickCpu, HostKvm]
+        );
+        assert_eq!(
+            units[3].order(),
+            [NativeTwo, Upstream, KickCpu, HostKvm, Native]
+        );
+        assert_eq!(
+            units[5].order(),
+            [Upstream, KickCpu, HostKvm, Native, NativeTwo]
+        );
+        assert_eq!(units[0].order(), [Native, Upstream, KickCpu, HostKvm]);
+        assert_eq!(units[2].order(), [Upstream, KickCpu, HostKvm, Native]);
+        assert_eq!(units[4].order(), [KickCpu, HostKvm, Native, Upstream]);
+        assert_eq!(units[4].position(Native), Some(3));
+        assert_eq!(units[4].position(NativeTwo), None);
         // Each repetition measures every cell once before the next begins.
-        let per_rep: Vec<Vec<Cell>> = (1..=2)
+        let per_rep: Vec<Vec<Cell>> = (1..=3)
             .map(|r| {
-                units
+                let mut v: Vec<Cell> = units
                     .iter()
                     .filter(|u| u.rep == r)
                     .flat_map(Unit::cells)
-                    .collect()
+                    .collect();
+                v.sort();
+                v
             })
             .collect();
         assert_eq!(per_rep[0], per_rep[1]);
-        assert_eq!(per_rep[0].len(), 6);
+        assert_eq!(per_rep[0], per_rep[2]);
+        assert_eq!(per_rep[0], cells(true));
+        // Over k repetitions every mode runs once in every place.
+        let units = plan(&cells(false), 5);
+        let x2: Vec<&Unit> = units
+            .iter()
+            .filter(|u| u.overcommit == Overcommit::X2)
+            .collect();
+        for m in Mode::ALL {
+            let mut places: Vec<u32> = x2.iter().filter_map(|u| u.position(m)).collect();
+            places.sort();
+            assert_eq!(places, [1, 2, 3, 4, 5], "{m:?}");
+        }
+        // A unit of one mode has nothing to rotate.
+        let c = vec![Cell {
+            overcommit: Overcommit::X3,
+            workload: Workload::Contended,
+            mode: HostKvm,
+        }];
+        assert!(plan(&c, 3).iter().all(|u| u.order() == [HostKvm]));
     }
 
     #[test]
     fn make_up_runs() {
-        let units = plan(&cells(false), 1);
-        let u = units[1].retry_of(&[Mode::Upstream, Mode::HostKvm]);
-        assert_eq!(u.name(), "r1-2x-retry1");
-        assert_eq!(u.retry_of(&[Mode::HostKvm]).name(), "r1-2x-retry2");
-        let modes: Vec<Mode> = u.modes.iter().map(|(m, _)| *m).collect();
-        assert_eq!(modes, [Mode::Upstream, Mode::HostKvm]);
+        let units = plan(&cells(false), 2);
+        let u2 = &units[5];
+        assert_eq!(u2.name(), "r2-2x");
+        let u = u2.retry_of(&[Mode::HostKvm, Mode::Native, Mode::Upstream]);
+        assert_eq!(u.name(), "r2-2x-retry1");
+        assert_eq!(u.retry_of(&[Mode::HostKvm]).name(), "r2-2x-retry2");
+        // The unit's (rotated) order, not the canonical one.
+        assert_eq!(u.order(), [Mode::Upstream, Mode::HostKvm, Mode::Native]);
         let s = Settings::new(false, None, 1);
         let text = u.scenario_toml(&s);
-        assert!(text.contains("load\", args = [\"host_kvm\""));
-        assert!(!text.contains("nopvspin"));
+        assert!(text.contains("load\", args = [\"host_kvm\", \"force=1\"]"));
+        assert!(text.contains("cmdline = \"nopvspin\""));
         assert!(text.contains("retries = 0"));
-        // The longest step: native hackbench, bound 150 + 20 s.
-        assert_eq!(units[1].silence_bound(&s), 210);
+        assert!(text.contains("upstream-pv, then pvlock-hostkvm, then native"));
+        // A make-up run of the stock modes only still loads host_kvm
+        // first, as its planned run did.
+        let stock = u2.retry_of(&[Mode::Native, Mode::Upstream]);
+        assert!(stock.loads_host_kvm());
+        let text = stock.scenario_toml(&s);
+        assert!(text.find("host_kvm").unwrap() < text.find("l2 = [").unwrap());
+        // A plan without pvlock loads none.
+        let c: Vec<Cell> = [Mode::Native, Mode::Upstream]
+            .into_iter()
+            .map(|mode| Cell {
+                overcommit: Overcommit::X2,
+                workload: Workload::Contended,
+                mode,
+            })
+            .collect();
+        let units = plan(&c, 2);
+        assert!(units.iter().all(|u| !u.loads_host_kvm()));
+        assert!(!units[1].scenario_toml(&s).contains("host_kvm"));
+        assert!(!units[1]
+            .retry_of(&[Mode::Native])
+            .scenario_toml(&s)
+            .contains("host_kvm"));
+        let units = plan(&cells(false), 2);
+        // The longest step: native hackbench or stress-ng, bound 150 (+
+        // 10 s) + 20 s.
+        assert_eq!(units[1].silence_bound(&s), 220);
         assert_eq!(u.retry_of(&[Mode::HostKvm]).silence_bound(&s), 120);
     }
 
@@ -666,48 +1007,150 @@ mod tests {
         let units = plan(&c, 1);
         assert_eq!(units.len(), 1);
         assert_eq!(units[0].modes.len(), 2);
+        let re = regex::Regex::new("/stress-ng/").unwrap();
+        assert_eq!(filter(cells(false), Some(&re)).len(), 16);
     }
 
     #[test]
-    fn scenarios_parse_and_say_what_they_run() {
-        let dir = std::env::temp_dir().join(format!("pvlock-bench-test-{}", std::process::id()));
+    fn vmtest_knows_its_own_steps_only() {
+        assert!(vmtest_knows_step("hackbench"));
+        assert!(vmtest_knows_step("locktorture"));
+        assert!(!vmtest_knows_step("nosuchstep"));
+    }
+
+    /// The cells vmtest can run: the stress-ng step only once vmtest's
+    /// scenario parser knows it.
+    fn runnable(cells: Vec<Cell>) -> Vec<Cell> {
+        if vmtest_knows_step("stressng") {
+            cells
+        } else {
+            cells
+                .into_iter()
+                .filter(|c| c.workload != Workload::StressNg)
+                .collect()
+        }
+    }
+
+    #[test]
+    fn every_scenario_of_both_plans_parses() {
+        let dir = std::env::temp_dir().join(format!("pvlock-bench-plans-{}", std::process::id()));
+        for quick in [true, false] {
+            let s = Settings::new(quick, None, 1);
+            let units = plan(&runnable(cells(quick)), s.reps);
+            assert!(!units.is_empty());
+            for u in &units {
+                for unit in [u.clone(), u.retry_of(&u.order()[1..])] {
+                    let sc = unit
+                        .scenario(&s, &dir)
+                        .unwrap_or_else(|e| panic!("{}: {e:#}", unit.name()));
+                    assert_eq!(sc.name, unit.name());
+                    let want: usize = unit
+                        .modes
+                        .iter()
+                        .map(|(m, _)| m.guests(u.overcommit))
+                        .sum::<u32>() as usize;
+                    assert_eq!(sc.l2_instances().len(), want);
+                }
+            }
+        }
+        // The stress-ng steps, whether or not vmtest knows the function
+        // yet: the rest of the TOML is what vmtest checks.
         let s = Settings::new(false, None, 1);
         for u in plan(&cells(false), 1) {
+            let text = u.scenario_toml(&s);
+            assert_eq!(
+                text.matches(r#"{ run = "stressng", args = ["futex,sigq,eventfd", "#)
+                    .count(),
+                u.modes
+                    .iter()
+                    .filter(|(_, ws)| ws.contains(&Workload::StressNg))
+                    .count()
+            );
+            let p = dir.join(format!("{}-stressng.toml", u.name()));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                &p,
+                text.replace(r#"run = "stressng""#, r#"run = "sh_step""#),
+            )
+            .unwrap();
+            Scenario::load(&p).unwrap_or_else(|e| panic!("{}: {e:#}", u.name()));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn scenarios_say_what_they_run() {
+        let dir = std::env::temp_dir().join(format!("pvlock-bench-test-{}", std::process::id()));
+        let s = Settings::new(false, None, 1);
+        for u in plan(&runnable(cells(false)), 2) {
             let sc = u.scenario(&s, &dir).unwrap();
-            assert_eq!(sc.name, u.name());
             let text = u.scenario_toml(&s);
             let plans = sc.plans();
             let l1 = &plans[0].1;
-            // host_kvm is loaded after the stock-host modes, before its own.
+            let plan_of = |g: &str| {
+                &plans
+                    .iter()
+                    .find(|(p, _)| *p == format!("plan/L2-{g}.sh"))
+                    .unwrap_or_else(|| panic!("no {g} in {}", u.name()))
+                    .1
+            };
+            // host_kvm is loaded before the first guest boots, whatever
+            // the order.
             let hk = l1.find("load host_kvm force=1").unwrap();
-            assert!(l1.find("kickcpu:").unwrap() < hk && hk < l1.find("hostkvm:").unwrap());
+            let first = u.order()[0].group();
+            assert!(hk < l1.find(&format!("step l2-{first} ")).unwrap(), "{l1}");
+            assert_eq!(l1.matches("load host_kvm").count(), 1);
+            // The L2 steps in the unit's order.
+            let at: Vec<usize> = u
+                .order()
+                .iter()
+                .map(|m| l1.find(&format!("step l2-{} ", m.group())).unwrap())
+                .collect();
+            assert!(at.windows(2).all(|w| w[0] < w[1]), "{l1}");
             assert!(text.contains("cmdline = \"nopvspin\""));
-            let native = plans
-                .iter()
-                .find(|(p, _)| p == "plan/L2-native.sh")
-                .unwrap();
-            assert!(!native.1.contains("guest_pvlock"));
-            let hostkvm = plans
-                .iter()
-                .find(|(p, _)| p == "plan/L2-hostkvm.sh")
-                .unwrap();
-            assert!(hostkvm.1.contains("load guest_pvlock"));
-            let w = 2 * u.overcommit.vcpus();
+            let native = plan_of("native");
+            assert!(!native.contains("guest_pvlock"));
+            let kickcpu = plan_of("kickcpu");
+            assert!(kickcpu.contains("load guest_pvlock kick=1"), "{kickcpu}");
+            let hostkvm = plan_of("hostkvm");
             assert!(
-                hostkvm.1.contains(&format!("locktorture spin_lock {w} 10")),
-                "{}",
-                hostkvm.1
+                hostkvm.contains("load guest_pvlock\n") || hostkvm.contains("load guest_pvlock ")
             );
-            assert!(native.1.contains(&format!("locktorture spin_lock {w} 5")));
-            assert!(native.1.contains("locktorture spin_lock 1 10"));
-            assert!(native
-                .1
-                .contains(&format!("hackbench {} 30 150", u.overcommit.vcpus())));
+            assert!(!hostkvm.contains("kick=1"));
+            let v = u.overcommit.vcpus();
+            let w = 2 * v;
+            assert!(
+                hostkvm.contains(&format!("locktorture spin_lock {w} 10")),
+                "{hostkvm}"
+            );
+            assert!(native.contains(&format!("locktorture spin_lock {w} 5")));
+            assert!(native.contains("locktorture spin_lock 1 10"));
+            assert!(native.contains(&format!("hackbench {v} 30 150")));
+            if vmtest_knows_step("stressng") {
+                assert!(native.contains(&format!("stressng futex,sigq,eventfd {v} 10 160")));
+                assert!(hostkvm.contains(&format!("stressng futex,sigq,eventfd {v} 10 55")));
+                assert!(hostkvm.contains("step stat-stressng "));
+            }
             // Contended last.
             assert!(
-                native.1.find("hackbench").unwrap()
-                    < native.1.find(&format!("spin_lock {w} ")).unwrap()
+                native.find("hackbench").unwrap()
+                    < native.find(&format!("spin_lock {w} ")).unwrap()
             );
+            if u.overcommit == Overcommit::X2 {
+                // The limit cell: 2 vCPUs, 4 writers, the PV modes'
+                // duration and bounds.
+                let two = sc.group("nativetwo").unwrap();
+                assert_eq!((two.cpus, two.count), (2, 1));
+                assert_eq!(two.cmdline, "nopvspin");
+                let p = plan_of("nativetwo");
+                assert!(
+                    p.contains("step contended 55 locktorture spin_lock 4 10"),
+                    "{p}"
+                );
+                assert!(!p.contains("hackbench"));
+            } else {
+                assert!(sc.group("nativetwo").is_none());
+            }
             if u.overcommit == Overcommit::Two {
                 assert_eq!(sc.l2_instances().len(), 8);
                 assert!(sc.l2_instances().contains(&"upstream-2".to_string()));

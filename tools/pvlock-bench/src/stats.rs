@@ -1,24 +1,79 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The arithmetic: medians with their spread, ratios taken inside each
-//! repetition, and the goals.
+//! The arithmetic: medians with their spread and a distribution-free
+//! interval for the median, ratios taken inside each repetition, the goals
+//! decided on those intervals, and how many measurements each mode lost.
 
 use crate::extract::{Measurement, Status};
 use crate::matrix::{Cell, Mode, Overcommit, Workload};
+use pvlock_common::fmt::fmt_num;
+use pvlock_common::quantile::median_midpoint;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
-/// Median, minimum and maximum of `n` values.
+/// The coverage the interval for a median is chosen for (see
+/// [`interval_rank`]).
+pub const COVERAGE: f64 = 0.90;
+
+/// P(X <= j) for X ~ Binomial(n, 1/2).
+pub fn binomial_half_cdf(n: usize, j: usize) -> f64 {
+    // P(X = i), from P(X = 0) = 2^-n by P(i+1) = P(i) (n-i) / (i+1).
+    let mut p = 0.5f64.powi(n.min(i32::MAX as usize) as i32);
+    let mut sum = 0.0;
+    for i in 0..=j.min(n) {
+        sum += p;
+        p = p * (n - i) as f64 / (i + 1) as f64;
+    }
+    sum.min(1.0)
+}
+
+/// The probability that [x(k), x(n+1-k)], of n values sorted x(1..n) drawn
+/// independently from one continuous distribution, holds that
+/// distribution's median: 1 - 2 P(Binomial(n, 1/2) <= k-1). `k` is at
+/// least 1.
+pub fn interval_coverage(n: usize, k: usize) -> f64 {
+    (1.0 - 2.0 * binomial_half_cdf(n, k.max(1) - 1)).max(0.0)
+}
+
+/// The rank k of the order-statistic interval for the median of n values:
+/// the largest k whose coverage is at least `level`, or 1 (min..max) if
+/// even that falls short; with its coverage.
+pub fn interval_rank(n: usize, level: f64) -> (usize, f64) {
+    let mut k = 1;
+    while 2 * (k + 1) <= n + 1 && interval_coverage(n, k + 1) >= level {
+        k += 1;
+    }
+    (k, interval_coverage(n, k))
+}
+
+/// Median, minimum, maximum and the interval for the median of `n`
+/// values.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Agg {
+    /// The median (the mean of the middle two of an even count).
     pub median: f64,
+    /// The smallest value.
     pub min: f64,
+    /// The largest value.
     pub max: f64,
+    /// How many values.
     pub n: usize,
+    /// The distribution-free interval for the median, [x(k), x(n+1-k)] of
+    /// the sorted values with k from [`interval_rank`]: its low end.
+    #[serde(default)]
+    pub lo: f64,
+    /// Its high end.
+    #[serde(default)]
+    pub hi: f64,
+    /// The probability that it holds the median (below [`COVERAGE`] when
+    /// there are too few values even for min..max).
+    #[serde(default)]
+    pub coverage: f64,
 }
 
 /// `None` for no values. The median of an even count is the mean of the
-/// middle two. Infinite values (a writer that never got the lock) sort
-/// last.
+/// middle two ([`median_midpoint`]). Infinite values (a writer that never
+/// got the lock) sort last; NaN values are left out.
 pub fn agg(values: &[f64]) -> Option<Agg> {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
     if v.is_empty() {
@@ -26,73 +81,119 @@ pub fn agg(values: &[f64]) -> Option<Agg> {
     }
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    let median = if n % 2 == 1 || v[n / 2 - 1].is_infinite() || v[n / 2].is_infinite() {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    };
+    let (k, coverage) = interval_rank(n, COVERAGE);
     Some(Agg {
-        median,
+        median: median_midpoint(&v),
         min: v[0],
         max: v[n - 1],
         n,
+        lo: v[k - 1],
+        hi: v[n - k],
+        coverage,
     })
 }
 
 /// One cell over the repetitions.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CellSummary {
+    /// The cell's id.
     pub cell: String,
+    /// The cell.
     #[serde(flatten)]
     pub key: Cell,
     /// Index r-1: repetition r's value (`None`: not measured).
     pub per_rep: Vec<Option<f64>>,
+    /// Index r-1: how repetition r's measurement ended (`None`: none).
     pub statuses: Vec<Option<Status>>,
+    /// The values over the repetitions.
     pub value: Option<Agg>,
+    /// locktorture's Max/Min over the repetitions.
     pub fairness: Option<Agg>,
 }
 
 /// pvlock against a baseline, computed inside each repetition.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Ratio {
+    /// Where.
     pub overcommit: Overcommit,
+    /// What.
     pub workload: Workload,
+    /// The pvlock mode measured.
     pub pvlock: Mode,
+    /// The mode it is compared with.
     pub base: Mode,
     /// How much better pvlock did: throughput pvlock / base, or for
     /// hackbench time base / pvlock. Above 1: pvlock is better.
     pub per_rep: Vec<Option<f64>>,
+    /// The ratios over the repetitions that measured both.
     pub agg: Option<Agg>,
 }
 
 impl Ratio {
+    /// `hostkvm / upstream`.
     pub fn name(&self) -> String {
         format!("{} / {}", self.pvlock.short(), self.base.short())
     }
 }
 
+/// How one mode's planned measurements came out.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Loss {
+    /// The mode.
+    pub mode: Option<Mode>,
+    /// Its cells times the repetitions.
+    pub planned: usize,
+    /// Of those, how many have a result (status ok).
+    pub ok: usize,
+    /// Planned but without a result.
+    pub missing: usize,
+    /// Every measurement of the mode the runs made, make-up runs included
+    /// (the ones used and the ones a make-up run replaced or repeated).
+    pub attempts: usize,
+    /// The attempts by how they ended (`ok`, `not-run`, `wrong-mode`,
+    /// `timeout`, `failed`).
+    pub by_status: BTreeMap<String, usize>,
+    /// The share of the attempts that gave no result.
+    pub loss_rate: Option<f64>,
+}
+
 /// Everything the report shows.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
+    /// One per cell of the matrix.
     pub cells: Vec<CellSummary>,
+    /// pvlock / native, / upstream, / native-2vcpu where both ran.
     pub ratios: Vec<Ratio>,
     /// Fairness: pvlock's Max/Min divided by upstream's, per repetition
     /// (at most 1: pvlock is no less fair).
     pub fairness_ratios: Vec<Ratio>,
+    /// The goals and how the run did.
     pub goals: Vec<Goal>,
+    /// Per mode: measurements planned, measured and lost.
+    #[serde(default)]
+    pub losses: Vec<Loss>,
 }
 
 impl Summary {
+    /// The summary of one cell, if it is in the matrix.
     pub fn cell(&self, oc: Overcommit, w: Workload, m: Mode) -> Option<&CellSummary> {
         self.cells
             .iter()
             .find(|c| c.key.overcommit == oc && c.key.workload == w && c.key.mode == m)
     }
 
+    /// The ratio `pv / base`, if both are in the matrix.
     pub fn ratio(&self, oc: Overcommit, w: Workload, pv: Mode, base: Mode) -> Option<&Ratio> {
         self.ratios
             .iter()
             .find(|r| r.overcommit == oc && r.workload == w && r.pvlock == pv && r.base == base)
+    }
+
+    /// The fairness ratio of `pv`, if it and upstream are in the matrix.
+    pub fn fairness_ratio(&self, oc: Overcommit, w: Workload, pv: Mode) -> Option<&Ratio> {
+        self.fairness_ratios
+            .iter()
+            .find(|r| r.overcommit == oc && r.workload == w && r.pvlock == pv)
     }
 }
 
@@ -137,8 +238,46 @@ fn ratio_series(
         .collect()
 }
 
-/// Summarises `ms` over `cells` and `reps` repetitions.
-pub fn summarize(ms: &[Measurement], cells: &[Cell], reps: u32) -> Summary {
+/// Per mode: the measurements `cells` x `reps` planned, those with a
+/// result in `ms` (the ones used), and every attempt in `ms` and `unused`
+/// (replaced or repeated by make-up runs) by status.
+pub fn losses(ms: &[Measurement], unused: &[Measurement], cells: &[Cell], reps: u32) -> Vec<Loss> {
+    let mut out = Vec::new();
+    for mode in Mode::ALL {
+        let planned = cells.iter().filter(|c| c.mode == mode).count() * reps as usize;
+        if planned == 0 {
+            continue;
+        }
+        let mine = |m: &&Measurement| m.key.mode == mode && cells.contains(&m.key);
+        let ok = ms
+            .iter()
+            .filter(mine)
+            .filter(|m| m.status == Status::Ok)
+            .count();
+        let mut by_status = BTreeMap::new();
+        let mut attempts = 0;
+        for m in ms.iter().chain(unused).filter(mine) {
+            attempts += 1;
+            *by_status.entry(m.status.label().to_string()).or_insert(0) += 1;
+        }
+        let ok_attempts = by_status.get(Status::Ok.label()).copied().unwrap_or(0);
+        out.push(Loss {
+            mode: Some(mode),
+            planned,
+            ok,
+            missing: planned.saturating_sub(ok),
+            attempts,
+            by_status,
+            loss_rate: (attempts > 0).then(|| (attempts - ok_attempts) as f64 / attempts as f64),
+        });
+    }
+    out
+}
+
+/// Summarises `ms` (one measurement per cell and repetition) over `cells`
+/// and `reps` repetitions; `unused` are the measurements make-up runs
+/// replaced or repeated (counted in the losses only).
+pub fn summarize(ms: &[Measurement], unused: &[Measurement], cells: &[Cell], reps: u32) -> Summary {
     let mut out = Vec::new();
     for c in cells {
         let values = per_rep(ms, c, reps, ok_value);
@@ -171,7 +310,7 @@ pub fn summarize(ms: &[Measurement], cells: &[Cell], reps: u32) -> Summary {
                 if !cells.contains(&pvc) {
                     continue;
                 }
-                for base in [Mode::Native, Mode::Upstream] {
+                for base in Mode::BASES {
                     let bc = Cell {
                         overcommit: oc,
                         workload: w,
@@ -180,33 +319,25 @@ pub fn summarize(ms: &[Measurement], cells: &[Cell], reps: u32) -> Summary {
                     if !cells.contains(&bc) {
                         continue;
                     }
-                    let a = per_rep(ms, &pvc, reps, ok_value);
-                    let b = per_rep(ms, &bc, reps, ok_value);
-                    let series = if w.higher_is_better() {
-                        ratio_series(&a, &b, |p, q| p / q)
-                    } else {
-                        ratio_series(&a, &b, |p, q| q / p)
-                    };
-                    ratios.push(Ratio {
+                    let ratio = |series: Vec<Option<f64>>| Ratio {
                         overcommit: oc,
                         workload: w,
                         pvlock: pv,
                         base,
                         agg: agg(&series.iter().flatten().copied().collect::<Vec<_>>()),
                         per_rep: series,
-                    });
-                    if base == Mode::Upstream && w != Workload::Hackbench {
+                    };
+                    let a = per_rep(ms, &pvc, reps, ok_value);
+                    let b = per_rep(ms, &bc, reps, ok_value);
+                    ratios.push(ratio(if w.higher_is_better() {
+                        ratio_series(&a, &b, |p, q| p / q)
+                    } else {
+                        ratio_series(&a, &b, |p, q| q / p)
+                    }));
+                    if base == Mode::Upstream && !w.is_macro() {
                         let a = per_rep(ms, &pvc, reps, ok_fairness);
                         let b = per_rep(ms, &bc, reps, ok_fairness);
-                        let series = ratio_series(&a, &b, |p, q| p / q);
-                        fairness_ratios.push(Ratio {
-                            overcommit: oc,
-                            workload: w,
-                            pvlock: pv,
-                            base,
-                            agg: agg(&series.iter().flatten().copied().collect::<Vec<_>>()),
-                            per_rep: series,
-                        });
+                        fairness_ratios.push(ratio(ratio_series(&a, &b, |p, q| p / q)));
                     }
                 }
             }
@@ -217,6 +348,7 @@ pub fn summarize(ms: &[Measurement], cells: &[Cell], reps: u32) -> Summary {
         ratios,
         fairness_ratios,
         goals: Vec::new(),
+        losses: losses(ms, unused, cells, reps),
     };
     s.goals = goals(&s);
     s
@@ -225,10 +357,16 @@ pub fn summarize(ms: &[Measurement], cells: &[Cell], reps: u32) -> Summary {
 /// Whether a goal was reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum GoalStatus {
+    /// The whole interval for the median is on the right side of the
+    /// target.
     #[serde(rename = "PASS")]
     Pass,
+    /// The whole interval is on the wrong side.
     #[serde(rename = "MISS")]
     Miss,
+    /// The interval straddles the target: more repetitions needed.
+    #[serde(rename = "undecided")]
+    Undecided,
     /// Not measured in this run (quick mode, --only, or every repetition
     /// failed or timed out).
     #[serde(rename = "n/a")]
@@ -236,10 +374,12 @@ pub enum GoalStatus {
 }
 
 impl GoalStatus {
+    /// As `results.md` says it.
     pub fn label(self) -> &'static str {
         match self {
             GoalStatus::Pass => "PASS",
             GoalStatus::Miss => "MISS",
+            GoalStatus::Undecided => "undecided",
             GoalStatus::NotMeasured => "n/a",
         }
     }
@@ -248,28 +388,101 @@ impl GoalStatus {
 /// A goal and how the run did.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Goal {
+    /// What is compared, e.g. `2x contended: pvlock-hostkvm / upstream-pv`.
     pub name: String,
     /// `>=` or `<=`.
     pub op: String,
+    /// The value the ratio must reach.
     pub target: f64,
-    /// What one would like to see (pvlock / upstream: 1.2).
+    /// What one would like to see beyond the target (none of the goals
+    /// has one now; kept for older results).
     pub aim: Option<f64>,
-    /// The median over repetitions (with its spread).
+    /// The in-repetition ratios: median, spread and interval.
     pub measured: Option<Agg>,
+    /// Decided on the interval.
     pub status: GoalStatus,
-    /// How far from the target: measured / target - 1.
+    /// How far the median is from the target: median / target - 1.
     pub margin: Option<f64>,
+    /// Why it was not measured, or what else there is to say.
     pub note: String,
 }
 
-/// The target a ratio of the tables is held to, if any: what
-/// `results.md` flags when missed.
-pub fn threshold(oc: Overcommit, w: Workload, base: Mode) -> Option<f64> {
+impl Goal {
+    /// The goal is out of this run's matrix altogether (not a failure of
+    /// the run).
+    pub fn out_of_matrix(&self) -> bool {
+        self.status == GoalStatus::NotMeasured && self.note.starts_with(NOT_IN_MATRIX)
+    }
+
+    /// For an undecided goal, the numbers that make it so: its interval
+    /// reaches past the target further than the median's margin from it.
+    pub fn undecided_because(&self) -> Option<String> {
+        let a = self
+            .measured
+            .filter(|_| self.status == GoalStatus::Undecided)?;
+        let pct = |x: f64| {
+            let p = (x / self.target - 1.0) * 100.0;
+            if p.abs() < 10.0 {
+                format!("{p:+.1}%")
+            } else {
+                format!("{p:+.0}%")
+            }
+        };
+        Some(format!(
+            "median {}, {} from the target {} {}, but its {:.1}% interval [{}, {}] (n={}) runs from {} to {} of it: the interval is wider than the margin it would decide; more repetitions needed",
+            fmt_num(a.median),
+            pct(a.median),
+            self.op,
+            self.target,
+            a.coverage * 100.0,
+            fmt_num(a.lo),
+            fmt_num(a.hi),
+            a.n,
+            pct(a.lo),
+            pct(a.hi),
+        ))
+    }
+}
+
+/// What a goal's note starts with when its cells are not in the matrix.
+const NOT_IN_MATRIX: &str = "not in this run's matrix";
+
+/// The target of the ratio pvlock / `base` (either pvlock mode) of
+/// workload `w` at `oc`, if it has one: the ratio must be at least this.
+/// The goals and the flags of the tables' ratio cells both come from here.
+pub fn target(oc: Overcommit, w: Workload, base: Mode) -> Option<f64> {
+    use Overcommit::*;
+    use Workload::*;
     match (oc, w, base) {
-        (Overcommit::X2 | Overcommit::X3, Workload::Contended, Mode::Native) => Some(10.0),
-        (Overcommit::X2 | Overcommit::X3, Workload::Contended, Mode::Upstream) => Some(1.0),
-        (Overcommit::X1, Workload::Uncontended, Mode::Native) => Some(0.97),
+        (X1, Contended, Mode::Native) => Some(0.97),
+        (X1, Contended, Mode::Upstream) => Some(1.05),
+        (X1, Uncontended, Mode::Native) => Some(0.97),
+        (X2 | X3 | Two, Contended, Mode::Upstream) => Some(1.2),
+        (X2 | X3, Contended, Mode::Native) => Some(10.0),
+        (X2, Contended, Mode::NativeTwo) => Some(0.9),
+        (_, Hackbench | StressNg, Mode::Upstream) => Some(1.1),
         _ => None,
+    }
+}
+
+/// The fairness target: pvlock's Max/Min over upstream's, at most this.
+pub const FAIRNESS_TARGET: f64 = 1.0;
+
+/// How the interval `a` of a goal `op target` decides it: for `>=`, PASS
+/// if its low end reaches the target, MISS if its high end stays below,
+/// undecided otherwise; mirrored for `<=`.
+pub fn decide(op: &str, target: f64, a: &Agg) -> GoalStatus {
+    let (pass, miss) = if op == "<=" {
+        (a.hi <= target, a.lo > target)
+    } else {
+        (a.lo >= target, a.hi < target)
+    };
+    if pass {
+        GoalStatus::Pass
+    } else if miss {
+        GoalStatus::Miss
+    } else {
+        GoalStatus::Undecided
     }
 }
 
@@ -277,39 +490,22 @@ fn judge_goal(
     name: String,
     op: &str,
     target: f64,
-    aim: Option<f64>,
     measured: Option<Agg>,
     why_missing: String,
 ) -> Goal {
-    let (status, margin) = match measured {
-        None => (GoalStatus::NotMeasured, None),
-        Some(a) => {
-            let ok = if op == ">=" {
-                a.median >= target
-            } else {
-                a.median <= target
-            };
-            (
-                if ok {
-                    GoalStatus::Pass
-                } else {
-                    GoalStatus::Miss
-                },
-                Some(a.median / target - 1.0),
-            )
-        }
-    };
-    let note = match (status, aim, measured) {
-        (GoalStatus::NotMeasured, _, _) => why_missing,
-        (_, Some(aim), Some(a)) if a.median >= aim => format!("aim {aim} met"),
-        (_, Some(aim), Some(_)) => format!("aim {aim} not met"),
-        _ => String::new(),
+    let (status, margin, note) = match measured {
+        None => (GoalStatus::NotMeasured, None, why_missing),
+        Some(a) => (
+            decide(op, target, &a),
+            Some(a.median / target - 1.0),
+            String::new(),
+        ),
     };
     Goal {
         name,
         op: op.to_string(),
         target,
-        aim,
+        aim: None,
         measured,
         status,
         margin,
@@ -322,7 +518,7 @@ fn missing(s: &Summary, oc: Overcommit, w: Workload, modes: &[Mode]) -> String {
     let mut why = Vec::new();
     for m in modes {
         match s.cell(oc, w, *m) {
-            None => why.push(format!("{} not in this run's matrix", m.label())),
+            None => why.push(format!("{} {NOT_IN_MATRIX}", m.label())),
             Some(c) => {
                 let bad: Vec<&str> = c
                     .statuses
@@ -341,8 +537,8 @@ fn missing(s: &Summary, oc: Overcommit, w: Workload, modes: &[Mode]) -> String {
             }
         }
     }
-    if !why.is_empty() && why.iter().all(|w| w.ends_with("not in this run's matrix")) {
-        "not in this run's matrix (quick mode or --only)".into()
+    if !why.is_empty() && why.iter().all(|w| w.ends_with(NOT_IN_MATRIX)) {
+        format!("{NOT_IN_MATRIX} (quick mode or --only)")
     } else if why.is_empty() {
         "no repetition measured both".into()
     } else {
@@ -350,49 +546,68 @@ fn missing(s: &Summary, oc: Overcommit, w: Workload, modes: &[Mode]) -> String {
     }
 }
 
+/// The goal `pv / base >= target(oc, w, base)`.
+fn ratio_goal(s: &Summary, oc: Overcommit, w: Workload, pv: Mode, base: Mode) -> Option<Goal> {
+    let t = target(oc, w, base)?;
+    let name = if base == Mode::NativeTwo {
+        format!(
+            "{} {} limit: {} ({} vCPUs) / {} ({} vCPUs)",
+            oc.label(),
+            w.label(),
+            pv.label(),
+            pv.vcpus(oc),
+            base.label(),
+            base.vcpus(oc)
+        )
+    } else {
+        format!(
+            "{} {}: {} / {}",
+            oc.label(),
+            w.label(),
+            pv.label(),
+            base.label()
+        )
+    };
+    Some(judge_goal(
+        name,
+        ">=",
+        t,
+        s.ratio(oc, w, pv, base).and_then(|r| r.agg),
+        missing(s, oc, w, &[pv, base]),
+    ))
+}
+
 fn goals(s: &Summary) -> Vec<Goal> {
+    use Overcommit::*;
+    use Workload::*;
     let mut v = Vec::new();
-    for oc in [Overcommit::X2, Overcommit::X3] {
+    // The goals of one cell each, listed whether they ran or not.
+    let fixed = [
+        (X1, Contended, Mode::Native),
+        (X1, Contended, Mode::Upstream),
+        (X1, Uncontended, Mode::Native),
+        (X2, Contended, Mode::Upstream),
+        (X3, Contended, Mode::Upstream),
+        (Two, Contended, Mode::Upstream),
+        (X2, Contended, Mode::NativeTwo),
+        (X2, Contended, Mode::Native),
+        (X3, Contended, Mode::Native),
+    ];
+    for (oc, w, base) in fixed {
         for pv in Mode::PVLOCK {
-            for (base, target, aim) in
-                [(Mode::Native, 10.0, None), (Mode::Upstream, 1.0, Some(1.2))]
-            {
-                let w = Workload::Contended;
-                v.push(judge_goal(
-                    format!(
-                        "{} contended: {} / {}",
-                        oc.label(),
-                        pv.label(),
-                        base.label()
-                    ),
-                    ">=",
-                    target,
-                    aim,
-                    s.ratio(oc, w, pv, base).and_then(|r| r.agg),
-                    missing(s, oc, w, &[pv, base]),
-                ));
-            }
+            v.extend(ratio_goal(s, oc, w, pv, base));
         }
     }
+    // The goals at every level: listed for the levels in the matrix (or
+    // once, as not measured, if there is none).
     for pv in Mode::PVLOCK {
-        let (oc, w) = (Overcommit::X1, Workload::Uncontended);
-        v.push(judge_goal(
-            format!("1x uncontended: {} / native", pv.label()),
-            ">=",
-            0.97,
-            None,
-            s.ratio(oc, w, pv, Mode::Native).and_then(|r| r.agg),
-            missing(s, oc, w, &[pv, Mode::Native]),
-        ));
-    }
-    for oc in Overcommit::ALL {
-        for pv in Mode::PVLOCK {
-            let w = Workload::Contended;
-            let f = s
-                .fairness_ratios
-                .iter()
-                .find(|r| r.overcommit == oc && r.workload == w && r.pvlock == pv);
-            let Some(f) = f else { continue };
+        let w = Contended;
+        let levels: Vec<Overcommit> = Overcommit::ALL
+            .into_iter()
+            .filter(|oc| s.fairness_ratio(*oc, w, pv).is_some())
+            .collect();
+        for oc in &levels {
+            let f = s.fairness_ratio(*oc, w, pv).and_then(|r| r.agg);
             let mut g = judge_goal(
                 format!(
                     "{} contended fairness: Max/Min of {} / Max/Min of upstream-pv",
@@ -400,14 +615,13 @@ fn goals(s: &Summary) -> Vec<Goal> {
                     pv.label()
                 ),
                 "<=",
-                1.0,
-                None,
-                f.agg,
-                missing(s, oc, w, &[pv, Mode::Upstream]),
+                FAIRNESS_TARGET,
+                f,
+                missing(s, *oc, w, &[pv, Mode::Upstream]),
             );
             let (a, b) = (
-                s.cell(oc, w, pv).and_then(|c| c.fairness),
-                s.cell(oc, w, Mode::Upstream).and_then(|c| c.fairness),
+                s.cell(*oc, w, pv).and_then(|c| c.fairness),
+                s.cell(*oc, w, Mode::Upstream).and_then(|c| c.fairness),
             );
             if let (Some(a), Some(b)) = (a, b) {
                 g.note = format!(
@@ -416,6 +630,38 @@ fn goals(s: &Summary) -> Vec<Goal> {
                 );
             }
             v.push(g);
+        }
+        if levels.is_empty() {
+            v.push(judge_goal(
+                format!(
+                    "contended fairness at every level: Max/Min of {} / Max/Min of upstream-pv",
+                    pv.label()
+                ),
+                "<=",
+                FAIRNESS_TARGET,
+                None,
+                format!("{NOT_IN_MATRIX} (quick mode or --only)"),
+            ));
+        }
+    }
+    for w in [Hackbench, StressNg] {
+        for pv in Mode::PVLOCK {
+            let levels: Vec<Overcommit> = Overcommit::ALL
+                .into_iter()
+                .filter(|oc| s.ratio(*oc, w, pv, Mode::Upstream).is_some())
+                .collect();
+            for oc in &levels {
+                v.extend(ratio_goal(s, *oc, w, pv, Mode::Upstream));
+            }
+            if levels.is_empty() {
+                v.push(judge_goal(
+                    format!("{} at every level: {} / upstream-pv", w.label(), pv.label()),
+                    ">=",
+                    target(X2, w, Mode::Upstream).unwrap_or(1.0),
+                    None,
+                    format!("{NOT_IN_MATRIX} (quick mode or --only)"),
+                ));
+            }
         }
     }
     v
@@ -431,12 +677,102 @@ pub(crate) mod tests {
         assert_eq!(agg(&[]), None);
         let a = agg(&[3.0, 1.0, 2.0]).unwrap();
         assert_eq!((a.median, a.min, a.max, a.n), (2.0, 1.0, 3.0, 3));
+        assert_eq!((a.lo, a.hi, a.coverage), (1.0, 3.0, 0.75));
         let a = agg(&[4.0, 1.0]).unwrap();
         assert_eq!((a.median, a.min, a.max, a.n), (2.5, 1.0, 4.0, 2));
         let a = agg(&[5.0]).unwrap();
         assert_eq!((a.median, a.min, a.max), (5.0, 5.0, 5.0));
+        // One value says nothing about where the median is.
+        assert_eq!((a.lo, a.hi, a.coverage), (5.0, 5.0, 0.0));
         let a = agg(&[2.0, f64::INFINITY]).unwrap();
         assert_eq!((a.median, a.max), (f64::INFINITY, f64::INFINITY));
+        let a = agg(&[2.0, f64::NAN, 1.0]).unwrap();
+        assert_eq!(a.n, 2);
+    }
+
+    #[test]
+    fn binomial_tail() {
+        assert_eq!(binomial_half_cdf(3, 0), 0.125);
+        assert_eq!(binomial_half_cdf(3, 1), 0.5);
+        assert_eq!(binomial_half_cdf(3, 3), 1.0);
+        assert_eq!(binomial_half_cdf(3, 7), 1.0);
+        // C(10, 0..=2) = 1 + 10 + 45.
+        assert_eq!(binomial_half_cdf(10, 2), 56.0 / 1024.0);
+        // C(20, 0..=5) = 1 + 20 + 190 + 1140 + 4845 + 15504 = 21700.
+        assert!((binomial_half_cdf(20, 5) - 21700.0 / 1048576.0).abs() < 1e-15);
+        assert!((binomial_half_cdf(50, 50) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn interval_coverage_arithmetic() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        // n, the k chosen and its coverage 1 - 2 P(B(n, 1/2) <= k-1).
+        let cases: [(usize, usize, f64); 12] = [
+            (1, 1, 0.0),
+            (2, 1, 0.5),
+            (3, 1, 0.75),
+            (4, 1, 0.875),
+            (5, 1, 1.0 - 2.0 / 32.0),                 // 93.75%
+            (6, 1, 1.0 - 2.0 / 64.0),                 // k=2 would be 78.1%
+            (7, 1, 1.0 - 2.0 / 128.0),                // k=2 would be 87.5%
+            (8, 2, 1.0 - 2.0 * 9.0 / 256.0),          // 92.97%
+            (9, 2, 1.0 - 2.0 * 10.0 / 512.0),         // 96.1%; k=3 82.0%
+            (10, 2, 1.0 - 2.0 * 11.0 / 1024.0),       // 97.85%; k=3 89.06%
+            (11, 3, 1.0 - 2.0 * 67.0 / 2048.0),       // 93.46%
+            (20, 6, 1.0 - 2.0 * 21700.0 / 1048576.0), // 95.86%
+        ];
+        for (n, k, cov) in cases {
+            let (kk, c) = interval_rank(n, COVERAGE);
+            assert_eq!(kk, k, "n={n}");
+            assert!(close(c, cov), "n={n}: {c} != {cov}");
+            assert!(close(interval_coverage(n, k), cov));
+        }
+        // The next k falls short of 90% where k=2 and k=6 were chosen.
+        assert!(close(interval_coverage(10, 3), 1.0 - 2.0 * 56.0 / 1024.0));
+        assert!(interval_coverage(10, 3) < COVERAGE);
+        assert!(interval_coverage(20, 7) < COVERAGE);
+        assert!((interval_coverage(20, 7) - 0.8847).abs() < 1e-4);
+        // The ends of the interval: x(2) and x(9) of 10 values.
+        let v: Vec<f64> = (1..=10).map(f64::from).collect();
+        let a = agg(&v).unwrap();
+        assert_eq!((a.lo, a.hi, a.median), (2.0, 9.0, 5.5));
+        let a = agg(&[5.0, 1.0, 4.0, 2.0, 3.0]).unwrap();
+        assert_eq!((a.lo, a.hi, a.coverage), (1.0, 5.0, 0.9375));
+    }
+
+    fn a(values: &[f64]) -> Agg {
+        agg(values).unwrap()
+    }
+
+    #[test]
+    fn goals_are_decided_on_the_interval() {
+        // >= 1.2: the interval above, below, straddling, touching.
+        assert_eq!(decide(">=", 1.2, &a(&[1.21, 1.3, 1.25])), GoalStatus::Pass);
+        assert_eq!(decide(">=", 1.2, &a(&[1.2, 1.3, 1.25])), GoalStatus::Pass);
+        assert_eq!(decide(">=", 1.2, &a(&[1.0, 1.1, 1.19])), GoalStatus::Miss);
+        assert_eq!(
+            decide(">=", 1.2, &a(&[1.1, 1.3, 1.5])),
+            GoalStatus::Undecided
+        );
+        // A median above the target is not enough.
+        assert_eq!(
+            decide(">=", 1.2, &a(&[1.0, 1.3, 1.35])),
+            GoalStatus::Undecided
+        );
+        // <= 1: mirrored.
+        assert_eq!(decide("<=", 1.0, &a(&[0.8, 0.9, 1.0])), GoalStatus::Pass);
+        assert_eq!(decide("<=", 1.0, &a(&[1.01, 1.2, 1.1])), GoalStatus::Miss);
+        assert_eq!(
+            decide("<=", 1.0, &a(&[0.8, 0.9, 1.1])),
+            GoalStatus::Undecided
+        );
+        // Ten values: x(2)..x(9) decides, the extremes do not.
+        let mut v = vec![0.5, 9.0];
+        v.extend([1.3, 1.3, 1.4, 1.4, 1.5, 1.5, 1.6, 1.6]);
+        assert_eq!(decide(">=", 1.2, &a(&v)), GoalStatus::Pass);
+        assert_eq!(decide(">=", 1.2, &a(&v[..9])), GoalStatus::Pass);
+        // Seven: min..max decides, and 0.5 is in it.
+        assert_eq!(decide(">=", 1.2, &a(&v[..7])), GoalStatus::Undecided);
     }
 
     fn m(
@@ -456,7 +792,8 @@ pub(crate) mod tests {
             cell: key.id(),
             key,
             rep,
-            unit: format!("r{rep}"),
+            unit: format!("r{rep}-{}", oc.key()),
+            position: None,
             status: if value.is_some() {
                 Status::Ok
             } else {
@@ -469,68 +806,58 @@ pub(crate) mod tests {
         }
     }
 
-    /// Two repetitions of 2x contended and 1x uncontended: repetition 2
-    /// runs everything twice as fast, which the in-repetition ratios do not
-    /// see.
+    /// Three repetitions of the quick matrix: repetition r runs everything
+    /// r times as fast (drift, which the in-repetition ratios do not see),
+    /// and each pvlock mode's ratios vary a little with r.
     pub(crate) fn sample() -> (Vec<Measurement>, Vec<Cell>) {
         use Mode::*;
         use Overcommit::*;
         use Workload::*;
         let mut ms = Vec::new();
-        for (rep, k) in [(1, 1.0), (2, 2.0)] {
-            ms.push(m(X2, Contended, Native, rep, Some(1000.0 * k), Some(500.0)));
-            ms.push(m(
-                X2,
-                Contended,
-                Upstream,
-                rep,
-                Some(100_000.0 * k),
-                Some(1.5),
-            ));
-            ms.push(m(
+        for rep in 1..=3u32 {
+            let k = f64::from(rep);
+            // kickcpu's ratios: 1.05, 1.10, 1.15 (times the base);
+            // hostkvm's: 1.25, 1.30, 1.35.
+            let kc = 1.0 + 0.05 * k;
+            let hk = 1.2 + 0.05 * k;
+            let mut add = |oc, w, mode, v: f64, f: Option<f64>| {
+                ms.push(m(oc, w, mode, rep, Some(v * k), f));
+            };
+            add(X2, Contended, Native, 10_000.0, Some(500.0));
+            add(X2, Contended, NativeTwo, 500_000.0, Some(1.2));
+            add(X2, Contended, Upstream, 400_000.0, Some(1.5));
+            add(
                 X2,
                 Contended,
                 KickCpu,
-                rep,
-                Some(110_000.0 * k),
-                Some(1.2),
-            ));
-            ms.push(m(
-                X2,
+                400_000.0 * kc,
+                Some(1.2 + 0.2 * (k - 1.0)),
+            );
+            add(X2, Contended, HostKvm, 400_000.0 * hk, Some(1.4));
+            add(X1, Contended, Native, 600_000.0, Some(1.1));
+            add(X1, Contended, Upstream, 300_000.0, Some(1.2));
+            add(
+                X1,
                 Contended,
-                HostKvm,
-                rep,
-                Some(130_000.0 * k * if rep == 1 { 1.0 } else { 1.2 }),
-                Some(1.8),
-            ));
-            ms.push(m(
-                X1,
-                Uncontended,
-                Native,
-                rep,
-                Some(200_000.0 * k),
-                Some(1.0),
-            ));
-            ms.push(m(
-                X1,
-                Uncontended,
-                HostKvm,
-                rep,
-                Some(190_000.0 * k),
-                Some(1.0),
-            ));
+                KickCpu,
+                600_000.0 * (0.9 + 0.05 * k),
+                Some(1.1),
+            );
+            add(X1, Contended, HostKvm, 600_000.0, Some(1.1));
+            add(X1, Uncontended, Native, 200_000.0, Some(1.0));
+            add(X1, Uncontended, HostKvm, 190_000.0, Some(1.0));
         }
-        // Repetition 2 of native at 2x timed out.
-        ms.retain(|x| !(x.rep == 2 && x.key.mode == Native && x.key.overcommit == X2));
-        ms.push(m(X2, Contended, Native, 2, None, None));
-        let cells = crate::matrix::cells(true);
-        (ms, cells)
+        // Repetition 3 of native at 2x timed out.
+        ms.retain(|x| !(x.rep == 3 && x.key.mode == Native && x.key.overcommit == X2));
+        ms.push(m(X2, Contended, Native, 3, None, None));
+        (ms, crate::matrix::cells(true))
     }
 
     #[test]
     fn ratios_inside_each_repetition() {
         let (ms, cells) = sample();
-        let s = summarize(&ms, &cells, 2);
+        let s = summarize(&ms, &[], &cells, 3);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
         let hu = s
             .ratio(
                 Overcommit::X2,
@@ -539,11 +866,16 @@ pub(crate) mod tests {
                 Mode::Upstream,
             )
             .unwrap();
-        assert_eq!(hu.per_rep, [Some(1.3), Some(1.3 * 1.2)]);
+        let want = [1.25, 1.30, 1.35];
+        for (got, want) in hu.per_rep.iter().zip(want) {
+            assert!(close(got.unwrap(), want), "{:?}", hu.per_rep);
+        }
         let a = hu.agg.unwrap();
-        assert!((a.median - (1.3 + 1.56) / 2.0).abs() < 1e-12);
-        assert_eq!((a.min, a.max, a.n), (1.3, 1.56, 2));
-        // Native timed out in repetition 2: one ratio.
+        assert!(close(a.median, 1.30));
+        assert_eq!(a.n, 3);
+        assert!(close(a.lo, 1.25) && close(a.hi, 1.35));
+        assert_eq!(a.coverage, 0.75);
+        // Native timed out in repetition 3: two ratios.
         let hn = s
             .ratio(
                 Overcommit::X2,
@@ -552,19 +884,28 @@ pub(crate) mod tests {
                 Mode::Native,
             )
             .unwrap();
-        assert_eq!(hn.per_rep, [Some(130.0), None]);
-        assert_eq!(hn.agg.unwrap().n, 1);
+        assert_eq!(hn.per_rep[2], None);
+        assert_eq!(hn.agg.unwrap().n, 2);
         let native = s
             .cell(Overcommit::X2, Workload::Contended, Mode::Native)
             .unwrap();
-        assert_eq!(native.statuses, [Some(Status::Ok), Some(Status::Timeout)]);
-        assert_eq!(native.value.unwrap().n, 1);
-        // Throughput median over repetitions: (110k + 220k) / 2.
-        let kc = s
-            .cell(Overcommit::X2, Workload::Contended, Mode::KickCpu)
+        assert_eq!(
+            native.statuses,
+            [Some(Status::Ok), Some(Status::Ok), Some(Status::Timeout)]
+        );
+        assert_eq!(native.value.unwrap().n, 2);
+        // The limit ratio: pvlock with 4 vCPUs over native with 2.
+        let lim = s
+            .ratio(
+                Overcommit::X2,
+                Workload::Contended,
+                Mode::KickCpu,
+                Mode::NativeTwo,
+            )
             .unwrap();
-        assert_eq!(kc.value.unwrap().median, 165_000.0);
-        // No kick-cpu at 1x in the quick matrix.
+        assert!(close(lim.agg.unwrap().median, 0.8 * 1.10));
+        // No ratio for a cell outside the matrix, and none against
+        // native-2vcpu at 1x.
         assert!(s
             .ratio(
                 Overcommit::X1,
@@ -573,6 +914,19 @@ pub(crate) mod tests {
                 Mode::Native
             )
             .is_none());
+        assert!(s
+            .ratio(
+                Overcommit::X1,
+                Workload::Contended,
+                Mode::KickCpu,
+                Mode::NativeTwo
+            )
+            .is_none());
+        // Throughput median over repetitions.
+        let up = s
+            .cell(Overcommit::X2, Workload::Contended, Mode::Upstream)
+            .unwrap();
+        assert_eq!(up.value.unwrap().median, 800_000.0);
     }
 
     #[test]
@@ -596,7 +950,7 @@ pub(crate) mod tests {
             ),
         ];
         let cells: Vec<Cell> = ms.iter().map(|x| x.key).collect();
-        let s = summarize(&ms, &cells, 1);
+        let s = summarize(&ms, &[], &cells, 1);
         let r = s
             .ratio(
                 Overcommit::X3,
@@ -606,65 +960,151 @@ pub(crate) mod tests {
             )
             .unwrap();
         assert_eq!(r.agg.unwrap().median, 5.0);
+        assert!(s.fairness_ratios.is_empty());
     }
 
     #[test]
-    fn goals_pass_miss_and_not_measured() {
+    fn goals_pass_miss_undecided_and_not_measured() {
         let (ms, cells) = sample();
-        let s = summarize(&ms, &cells, 2);
-        let g = |name: &str| s.goals.iter().find(|g| g.name == name).unwrap();
-        let x = g("2x contended: pvlock-hostkvm / native");
-        assert_eq!(x.status, GoalStatus::Pass);
-        assert!((x.margin.unwrap() - 12.0).abs() < 1e-9);
-        let x = g("2x contended: pvlock-kickcpu / upstream-pv");
-        assert_eq!(x.status, GoalStatus::Pass);
-        assert_eq!(x.note, "aim 1.2 not met");
+        let s = summarize(&ms, &[], &cells, 3);
+        let g = |name: &str| {
+            s.goals
+                .iter()
+                .find(|g| g.name == name)
+                .unwrap_or_else(|| panic!("no goal {name}"))
+        };
+        // 1.25..1.35 >= 1.2.
         let x = g("2x contended: pvlock-hostkvm / upstream-pv");
-        assert_eq!(x.note, "aim 1.2 met");
+        assert_eq!(x.status, GoalStatus::Pass);
+        assert!((x.margin.unwrap() - (1.3 / 1.2 - 1.0)).abs() < 1e-9);
+        assert_eq!(x.undecided_because(), None);
+        // 1.05..1.15 < 1.2.
+        let x = g("2x contended: pvlock-kickcpu / upstream-pv");
+        assert_eq!(x.status, GoalStatus::Miss);
+        // 0.95..1.05 around 0.97.
+        let x = g("1x contended: pvlock-kickcpu / native");
+        assert_eq!(x.status, GoalStatus::Undecided);
+        assert_eq!(
+            x.undecided_because().unwrap(),
+            "median 1.00, +3.1% from the target >= 0.97, but its 75.0% interval [0.950, 1.05] (n=3) runs from -2.1% to +8.2% of it: the interval is wider than the margin it would decide; more repetitions needed"
+        );
+        let x = g("1x contended: pvlock-hostkvm / native");
+        assert_eq!(x.status, GoalStatus::Pass);
+        let x = g("1x contended: pvlock-hostkvm / upstream-pv");
+        assert_eq!(x.status, GoalStatus::Pass);
         let x = g("1x uncontended: pvlock-hostkvm / native");
         assert_eq!(x.status, GoalStatus::Miss);
         assert!((x.margin.unwrap() - (0.95 / 0.97 - 1.0)).abs() < 1e-9);
+        // The limit ratio: 0.8 x (1.25..1.35) = 1.00..1.08 >= 0.9.
+        let x = g("2x contended limit: pvlock-hostkvm (4 vCPUs) / native-2vcpu (2 vCPUs)");
+        assert_eq!(x.status, GoalStatus::Pass);
+        // 0.8 x (1.05..1.15) = 0.84..0.92 around 0.9.
+        let x = g("2x contended limit: pvlock-kickcpu (4 vCPUs) / native-2vcpu (2 vCPUs)");
+        assert_eq!(x.status, GoalStatus::Undecided);
+        // Two repetitions of 40x-ish native ratios: 50% coverage, still
+        // decided.
+        let x = g("2x contended: pvlock-hostkvm / native");
+        assert_eq!(x.status, GoalStatus::Pass);
+        assert_eq!(x.measured.unwrap().coverage, 0.5);
         let x = g("3x contended: pvlock-hostkvm / native");
         assert_eq!(x.status, GoalStatus::NotMeasured);
         assert_eq!(x.note, "not in this run's matrix (quick mode or --only)");
+        assert!(x.out_of_matrix());
+        let x = g("two-guests contended: pvlock-kickcpu / upstream-pv");
+        assert!(x.out_of_matrix());
         let x = g("1x uncontended: pvlock-kickcpu / native");
         assert_eq!(x.status, GoalStatus::NotMeasured);
+        assert!(x.out_of_matrix());
+        // Fairness at the levels measured: kickcpu 1.2, 1.4, 1.6 against
+        // upstream's 1.5: straddles 1.
         let x = g("2x contended fairness: Max/Min of pvlock-kickcpu / Max/Min of upstream-pv");
+        assert_eq!(x.status, GoalStatus::Undecided);
+        assert_eq!(x.note, "median Max/Min over all repetitions 1.40 vs 1.50");
+        let x = g("1x contended fairness: Max/Min of pvlock-hostkvm / Max/Min of upstream-pv");
         assert_eq!(x.status, GoalStatus::Pass);
-        assert_eq!(x.note, "median Max/Min over all repetitions 1.20 vs 1.50");
-        let x = g("2x contended fairness: Max/Min of pvlock-hostkvm / Max/Min of upstream-pv");
-        assert_eq!(x.status, GoalStatus::Miss);
+        assert!(!s
+            .goals
+            .iter()
+            .any(|g| g.name.starts_with("3x contended fairness")));
+        // The macro goals: not in the quick matrix, one line each.
+        let x = g("hackbench at every level: pvlock-hostkvm / upstream-pv");
+        assert!(x.out_of_matrix());
+        assert_eq!(x.target, 1.1);
+        assert!(s
+            .goals
+            .iter()
+            .any(|g| g.name == "stress-ng at every level: pvlock-kickcpu / upstream-pv"));
+        // 9 goals of one cell each, 2 fairness levels and 2 macro
+        // workloads, for both pvlock modes.
+        assert_eq!(s.goals.len(), 2 * (9 + 2 + 2));
         assert_eq!(
-            threshold(Overcommit::X3, Workload::Contended, Mode::Native),
+            target(Overcommit::X3, Workload::Contended, Mode::Native),
             Some(10.0)
         );
         assert_eq!(
-            threshold(Overcommit::X1, Workload::Contended, Mode::Native),
+            target(Overcommit::Two, Workload::Contended, Mode::Native),
             None
+        );
+        assert_eq!(
+            target(Overcommit::X1, Workload::StressNg, Mode::Upstream),
+            Some(1.1)
         );
     }
 
     #[test]
     fn goal_without_data_says_why() {
         let (mut ms, cells) = sample();
-        ms.retain(|x| x.key.mode != Mode::Native || x.key.overcommit != Overcommit::X2);
-        for rep in 1..=2 {
-            ms.push(m(
-                Overcommit::X2,
-                Workload::Contended,
-                Mode::Native,
-                rep,
-                None,
-                None,
-            ));
+        for x in ms
+            .iter_mut()
+            .filter(|x| x.key.mode == Mode::Native && x.key.overcommit == Overcommit::X2)
+        {
+            x.status = Status::Timeout;
+            x.value = None;
         }
-        let s = summarize(&ms, &cells, 2);
+        let s = summarize(&ms, &[], &cells, 3);
         let x = s
             .goals
             .iter()
             .find(|g| g.name == "2x contended: pvlock-kickcpu / native")
             .unwrap();
         assert_eq!(x.status, GoalStatus::NotMeasured);
-        assert_eq!(x.note, "native: timeout, timeout");
+        assert_eq!(x.note, "native: timeout, timeout, timeout");
+        assert!(!x.out_of_matrix());
+    }
+
+    #[test]
+    fn losses_per_mode() {
+        let (mut ms, cells) = sample();
+        // A make-up run replaced hostkvm's lost 2x guest of repetition 1,
+        // and a wrong-mode kickcpu guest of repetition 2 was not replaced.
+        let mut lost = ms
+            .iter()
+            .find(|x| x.key.mode == Mode::HostKvm && x.key.overcommit == Overcommit::X2)
+            .unwrap()
+            .clone();
+        lost.status = Status::NotRun;
+        lost.value = None;
+        let unused = vec![lost.clone(), lost];
+        for x in ms.iter_mut().filter(|x| {
+            x.key.mode == Mode::KickCpu && x.rep == 2 && x.key.overcommit == Overcommit::X1
+        }) {
+            x.status = Status::WrongMode;
+        }
+        let s = summarize(&ms, &unused, &cells, 3);
+        let l = |m: Mode| s.losses.iter().find(|l| l.mode == Some(m)).unwrap();
+        let hk = l(Mode::HostKvm);
+        // 2x contended, 1x contended, 1x uncontended; 3 repetitions.
+        assert_eq!((hk.planned, hk.ok, hk.missing, hk.attempts), (9, 9, 0, 11));
+        assert_eq!(hk.by_status["not-run"], 2);
+        assert_eq!(hk.loss_rate, Some(2.0 / 11.0));
+        let kc = l(Mode::KickCpu);
+        assert_eq!((kc.planned, kc.ok, kc.missing, kc.attempts), (6, 5, 1, 6));
+        assert_eq!(kc.by_status["wrong-mode"], 1);
+        let native = l(Mode::Native);
+        assert_eq!((native.planned, native.ok, native.missing), (9, 8, 1));
+        assert_eq!(native.by_status["timeout"], 1);
+        let two = l(Mode::NativeTwo);
+        assert_eq!((two.planned, two.ok, two.loss_rate), (3, 3, Some(0.0)));
+        assert_eq!(s.losses.len(), 5);
     }
 }

@@ -1,40 +1,48 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The guests: three real-mode snippets and the memory layout they share
+//! The guests: two real-mode snippets and the memory layout they share
 //! with the test.
 //!
 //! Each test VM has one 64 KiB memory slot at guest physical address 0 and
 //! two vCPUs that start in real mode with every segment base at 0, so a
 //! guest address is a 16-bit offset and the same number as in this file.
 //!
-//! - vCPU 0 runs [`KICKER`] (hypercalls on the test's behalf) or
-//!   [`CPUID_PROBE`] (CPUID on the test's behalf): it reads a command
-//!   block at [`CMD`], does the work and reports EAX with an `out` to
-//!   [`PORT_RESULT`]. That exit is *gated*: the vCPU's thread waits for
-//!   the test before it runs again, and the guest then starts over with the
-//!   command block the test has rewritten in the meantime.
+//! - vCPU 0 runs [`KICKER`]: it reads a command block at [`CMD`], makes
+//!   the hypercall (or, with [`CMD_OP`] = [`OP_CPUID`], runs CPUID) on the
+//!   test's behalf and reports EAX with an `out` to [`PORT_RESULT`]. That
+//!   exit is *gated*: the vCPU's thread waits for the test before it runs
+//!   again, and the guest then starts over with the command block the test
+//!   has rewritten in the meantime.
 //! - vCPU 1 runs [`TARGET`]: with interrupts disabled, it reports
 //!   [`EV_READY`] (gated), then spins while the word at [`TGT_SPIN`] is not
-//!   0, halts, and reports waking up; then it starts over. Its other exits
-//!   go to [`PORT_EVENT`] and are not gated, so it reaches its `hlt` without
-//!   waiting for the test.
+//!   0, and then, as [`TGT_MODE`] says, either makes a lock wait
+//!   (`KVM_HC_PVLOCK_WAIT` with a0 = [`TGT_FLAGS`], a1 = [`TGT_TOKEN`]),
+//!   stores its result at [`TGT_RET`] and reports [`EV_WAITED`], or
+//!   executes a plain `hlt` and reports [`EV_WOKE`]; then it starts over.
+//!   Its other exits go to [`PORT_EVENT`] and are not gated, so it reaches
+//!   its wait or `hlt` without waiting for the test. With IF = 0, only a
+//!   kick (or the VMM) can end either.
 //!
 //! The snippets are assembled by `global_asm!` into `.rodata` and copied
 //! into guest memory. They make hypercalls with AMD's `vmmcall`;
-//! [`Blob::code`] turns them into Intel's `vmcall` for VMX hosts.
+//! [`Blob::code`] turns them into Intel's `vmcall` for VMX hosts. KVM
+//! truncates the arguments and the result of a hypercall from real mode to
+//! 32 bits: tokens and APIC IDs are u32 here.
 
 use std::sync::atomic::{AtomicU32, Ordering};
+
+use pvlock_common::abi;
 
 /// Size of the guest's memory slot at guest physical address 0.
 pub const MEM_SIZE: usize = 0x10000;
 
-/// Command block read by the kicker and the CPUID probe (u32 words).
+/// Command block read by the kicker (u32 words).
 pub const CMD: usize = 0x500;
 /// Hypercall number (EAX).
 pub const CMD_NR: usize = CMD;
-/// a0 (EBX); for the CPUID probe: the leaf (EAX).
+/// a0 (EBX); for CPUID: the leaf (EAX).
 pub const CMD_A0: usize = CMD + 0x4;
-/// a1 (ECX); for the CPUID probe: the subleaf (ECX).
+/// a1 (ECX); for CPUID: the subleaf (ECX).
 pub const CMD_A1: usize = CMD + 0x8;
 /// a2 (EDX).
 pub const CMD_A2: usize = CMD + 0xc;
@@ -46,14 +54,32 @@ pub const CMD_COUNT: usize = CMD + 0x14;
 pub const CMD_EXPECT: usize = CMD + 0x18;
 /// Written by the kicker: repetitions left when it stopped (0: all done).
 pub const CMD_LEFT: usize = CMD + 0x1c;
+/// What the kicker does: [`OP_HYPERCALL`] or [`OP_CPUID`].
+pub const CMD_OP: usize = CMD + 0x20;
+
+/// [`CMD_OP`]: the hypercall of the command block, [`CMD_COUNT`] times.
+pub const OP_HYPERCALL: u32 = 0;
+/// [`CMD_OP`]: CPUID leaf [`CMD_A0`], subleaf [`CMD_A1`]; reports EAX.
+pub const OP_CPUID: u32 = 1;
 
 /// Word the target spins on while it is not 0.
 pub const TGT_SPIN: usize = 0x600;
+/// What the target does after spinning: [`MODE_HLT`] or [`MODE_WAIT`].
+pub const TGT_MODE: usize = 0x604;
+/// a0 (flags) of the target's lock wait.
+pub const TGT_FLAGS: usize = 0x608;
+/// a1 (token) of the target's lock wait.
+pub const TGT_TOKEN: usize = 0x60c;
+/// Written by the target: EAX after its lock wait.
+pub const TGT_RET: usize = 0x610;
+
+/// [`TGT_MODE`]: a plain `hlt`.
+pub const MODE_HLT: u32 = 0;
+/// [`TGT_MODE`]: `KVM_HC_PVLOCK_WAIT`.
+pub const MODE_WAIT: u32 = 1;
 
 /// Where the kicker is loaded (vCPU 0's RIP, CS base 0).
 pub const KICKER_AT: usize = 0x1000;
-/// Where the CPUID probe is loaded.
-pub const CPUID_PROBE_AT: usize = 0x1800;
 /// Where the target is loaded (vCPU 1's RIP).
 pub const TARGET_AT: usize = 0x2000;
 /// Room for each snippet.
@@ -61,19 +87,19 @@ pub const SNIPPET_MAX: usize = 0x800;
 
 // The layout does not overlap (checked at compile time).
 const _: () = {
-    assert!(CMD_LEFT + 4 <= TGT_SPIN);
-    assert!(TGT_SPIN + 4 <= KICKER_AT);
-    assert!(KICKER_AT + SNIPPET_MAX <= CPUID_PROBE_AT);
-    assert!(CPUID_PROBE_AT + SNIPPET_MAX <= TARGET_AT);
+    assert!(CMD_OP + 4 <= TGT_SPIN);
+    assert!(TGT_RET + 4 <= KICKER_AT);
+    assert!(KICKER_AT + SNIPPET_MAX <= TARGET_AT);
     assert!(TARGET_AT + SNIPPET_MAX <= MEM_SIZE);
 };
 
 /// Gated report: EAX = hypercall result, CPUID EAX or [`EV_READY`].
 pub const PORT_RESULT: u16 = 0xe0;
-/// Ungated report: the target's [`EV_SPINNING`], [`EV_HALTING`], [`EV_WOKE`].
+/// Ungated report: the target's [`EV_SPINNING`], [`EV_HALTING`],
+/// [`EV_WOKE`], [`EV_WAITING`], [`EV_WAITED`].
 pub const PORT_EVENT: u16 = 0xe1;
 
-/// Target: starting a round, waiting for the test to set [`TGT_SPIN`].
+/// Target: starting a round, waiting for the test to set it up.
 pub const EV_READY: u32 = 1;
 /// Target: spinning until [`TGT_SPIN`] is 0 (running, not halted).
 pub const EV_SPINNING: u32 = 2;
@@ -81,6 +107,10 @@ pub const EV_SPINNING: u32 = 2;
 pub const EV_HALTING: u32 = 3;
 /// Target: `hlt` returned.
 pub const EV_WOKE: u32 = 4;
+/// Target: about to make its lock wait, with interrupts disabled.
+pub const EV_WAITING: u32 = 5;
+/// Target: the lock wait returned; its EAX is at [`TGT_RET`].
+pub const EV_WAITED: u32 = 6;
 
 /// The name of a target event, for messages.
 pub fn event_name(port: u16, value: u32) -> String {
@@ -89,6 +119,8 @@ pub fn event_name(port: u16, value: u32) -> String {
         (PORT_EVENT, EV_SPINNING) => "SPINNING".into(),
         (PORT_EVENT, EV_HALTING) => "HALTING".into(),
         (PORT_EVENT, EV_WOKE) => "WOKE".into(),
+        (PORT_EVENT, EV_WAITING) => "WAITING".into(),
+        (PORT_EVENT, EV_WAITED) => "WAITED".into(),
         _ => format!("out {value:#x} to port {port:#x}"),
     }
 }
@@ -96,6 +128,7 @@ pub fn event_name(port: u16, value: u32) -> String {
 // Kicker, at KICKER_AT:
 //
 //     edi = count
+//     if (op == OP_CPUID) goto cpuid
 //     do {
 //         eax = nr; ebx = a0; ecx = a1; edx = a2; esi = a3
 //         vmmcall
@@ -103,22 +136,31 @@ pub fn event_name(port: u16, value: u32) -> String {
 //     left = edi
 //     out eax -> PORT_RESULT        (gated)
 //     start over
-//
-// CPUID probe, at CPUID_PROBE_AT:
-//
-//     eax = a0; ecx = a1; cpuid; out eax -> PORT_RESULT (gated); start over
+//   cpuid:
+//     eax = a0; ecx = a1; cpuid
+//     out eax -> PORT_RESULT        (gated)
+//     start over
 //
 // Target, at TARGET_AT:
 //
 //     cli
 //     round:
-//       out EV_READY -> PORT_RESULT  (gated: the test sets TGT_SPIN)
+//       out EV_READY -> PORT_RESULT  (gated: the test sets up the round)
 //       if (TGT_SPIN) {
 //           out EV_SPINNING -> PORT_EVENT
 //           while (TGT_SPIN) pause
 //       }
+//       if (TGT_MODE == MODE_WAIT) {
+//           out EV_WAITING -> PORT_EVENT
+//           eax = KVM_HC_PVLOCK_WAIT; ebx = TGT_FLAGS; ecx = TGT_TOKEN
+//           edx = esi = 0
+//           vmmcall                  (a lock wait: only its kick ends it)
+//           TGT_RET = eax
+//           out EV_WAITED -> PORT_EVENT
+//           goto round
+//       }
 //       out EV_HALTING -> PORT_EVENT
-//       hlt                          (only a kick can end it: IF = 0)
+//       hlt                          (IF = 0: a pvlock kick must not end it)
 //       out EV_WOKE -> PORT_EVENT
 //       goto round
 //
@@ -134,6 +176,8 @@ core::arch::global_asm!(
     "pvlock_kvmtest_kicker:",
     ".Lkicker_start:",
     "    movl {count}, %edi",
+    "    cmpl ${op_cpuid}, {op}",
+    "    je .Lkicker_cpuid",
     ".Lkicker_again:",
     "    movl {nr}, %eax",
     "    movl {a0}, %ebx",
@@ -149,18 +193,13 @@ core::arch::global_asm!(
     "    movl %edi, {left}",
     "    outl %eax, ${port_result}",
     "    jmp .Lkicker_start",
-    ".Lkicker_end:",
-    //
-    ".globl pvlock_kvmtest_cpuid_probe",
-    ".hidden pvlock_kvmtest_cpuid_probe",
-    "pvlock_kvmtest_cpuid_probe:",
-    ".Lprobe_start:",
+    ".Lkicker_cpuid:",
     "    movl {a0}, %eax",
     "    movl {a1}, %ecx",
     "    cpuid",
     "    outl %eax, ${port_result}",
-    "    jmp .Lprobe_start",
-    ".Lprobe_end:",
+    "    jmp .Lkicker_start",
+    ".Lkicker_end:",
     //
     ".globl pvlock_kvmtest_target",
     ".hidden pvlock_kvmtest_target",
@@ -170,13 +209,28 @@ core::arch::global_asm!(
     "    movl ${ev_ready}, %eax",
     "    outl %eax, ${port_result}",
     "    cmpl $0, {spin}",
-    "    je .Ltarget_halt",
+    "    je .Ltarget_go",
     "    movl ${ev_spinning}, %eax",
     "    outl %eax, ${port_event}",
     ".Ltarget_spin:",
     "    pause",
     "    cmpl $0, {spin}",
     "    jne .Ltarget_spin",
+    ".Ltarget_go:",
+    "    cmpl ${mode_wait}, {mode}",
+    "    jne .Ltarget_halt",
+    "    movl ${ev_waiting}, %eax",
+    "    outl %eax, ${port_event}",
+    "    movl ${hc_wait}, %eax",
+    "    movl {flags}, %ebx",
+    "    movl {token}, %ecx",
+    "    xorl %edx, %edx",
+    "    xorl %esi, %esi",
+    "    vmmcall",
+    "    movl %eax, {ret}",
+    "    movl ${ev_waited}, %eax",
+    "    outl %eax, ${port_event}",
+    "    jmp .Ltarget_round",
     ".Ltarget_halt:",
     "    movl ${ev_halting}, %eax",
     "    outl %eax, ${port_event}",
@@ -191,15 +245,14 @@ core::arch::global_asm!(
     ".globl pvlock_kvmtest_kicker_len",
     ".hidden pvlock_kvmtest_kicker_len",
     "pvlock_kvmtest_kicker_len: .long .Lkicker_end - pvlock_kvmtest_kicker",
-    ".globl pvlock_kvmtest_cpuid_probe_len",
-    ".hidden pvlock_kvmtest_cpuid_probe_len",
-    "pvlock_kvmtest_cpuid_probe_len: .long .Lprobe_end - pvlock_kvmtest_cpuid_probe",
     ".globl pvlock_kvmtest_target_len",
     ".hidden pvlock_kvmtest_target_len",
     "pvlock_kvmtest_target_len: .long .Ltarget_end - pvlock_kvmtest_target",
     ".code64",
     ".popsection",
     count = const CMD_COUNT,
+    op = const CMD_OP,
+    op_cpuid = const OP_CPUID,
     nr = const CMD_NR,
     a0 = const CMD_A0,
     a1 = const CMD_A1,
@@ -208,20 +261,26 @@ core::arch::global_asm!(
     expect = const CMD_EXPECT,
     left = const CMD_LEFT,
     spin = const TGT_SPIN,
+    mode = const TGT_MODE,
+    mode_wait = const MODE_WAIT,
+    flags = const TGT_FLAGS,
+    token = const TGT_TOKEN,
+    ret = const TGT_RET,
+    hc_wait = const abi::KVM_HC_PVLOCK_WAIT,
     port_result = const PORT_RESULT,
     port_event = const PORT_EVENT,
     ev_ready = const EV_READY,
     ev_spinning = const EV_SPINNING,
     ev_halting = const EV_HALTING,
     ev_woke = const EV_WOKE,
+    ev_waiting = const EV_WAITING,
+    ev_waited = const EV_WAITED,
     options(att_syntax),
 );
 
 unsafe extern "C" {
     safe static pvlock_kvmtest_kicker: u8;
     safe static pvlock_kvmtest_kicker_len: u32;
-    safe static pvlock_kvmtest_cpuid_probe: u8;
-    safe static pvlock_kvmtest_cpuid_probe_len: u32;
     safe static pvlock_kvmtest_target: u8;
     safe static pvlock_kvmtest_target_len: u32;
 }
@@ -240,21 +299,14 @@ pub struct Blob {
     len: &'static u32,
 }
 
-/// The kicker: hypercalls from the command block.
+/// The kicker: hypercalls (or CPUID) from the command block.
 pub static KICKER: Blob = Blob {
     name: "kicker",
     start: &pvlock_kvmtest_kicker,
     len: &pvlock_kvmtest_kicker_len,
 };
 
-/// The CPUID probe: CPUID leaf a0, subleaf a1.
-pub static CPUID_PROBE: Blob = Blob {
-    name: "cpuid_probe",
-    start: &pvlock_kvmtest_cpuid_probe,
-    len: &pvlock_kvmtest_cpuid_probe_len,
-};
-
-/// The target: spins or halts as told.
+/// The target: spins, then waits or halts, as told.
 pub static TARGET: Blob = Blob {
     name: "target",
     start: &pvlock_kvmtest_target,
@@ -355,15 +407,14 @@ mod tests {
 
     #[test]
     fn blobs_fit_and_loop() {
-        for blob in [&KICKER, &CPUID_PROBE, &TARGET] {
+        for blob in [&KICKER, &TARGET] {
             let b = blob.bytes();
             assert!(!b.is_empty(), "{} is empty", blob.name);
             assert!(b.len() <= SNIPPET_MAX, "{} is too big", blob.name);
         }
-        // Each snippet ends by jumping back: the kicker and the probe to
-        // their start, the target to its round after the `cli`.
+        // Each snippet ends by jumping back: the kicker to its start, the
+        // target to its round after the `cli`.
         assert!(ends_with_jmp_to(KICKER.bytes(), 0));
-        assert!(ends_with_jmp_to(CPUID_PROBE.bytes(), 0));
         assert!(ends_with_jmp_to(TARGET.bytes(), 1));
         assert_eq!(TARGET.bytes()[0], 0xfa, "target starts with cli");
     }
@@ -374,6 +425,8 @@ mod tests {
         // 66 8b 3e 14 05: movl 0x514, %edi (the count), 32-bit operand
         // size prefix, 16-bit absolute address.
         assert_eq!(&k[..5], &[0x66, 0x8b, 0x3e, 0x14, 0x05]);
+        // 66 83 3e 20 05 01: cmpl $1, 0x520 (the operation).
+        assert_eq!(&k[5..11], &[0x66, 0x83, 0x3e, 0x20, 0x05, 0x01]);
         // 66 e7 e0: outl %eax, $0xe0 just before the final jmp.
         assert_eq!(&k[k.len() - 5..k.len() - 2], &[0x66, 0xe7, 0xe0]);
     }
@@ -381,20 +434,46 @@ mod tests {
     #[test]
     fn hypercall_sites_are_patched() {
         assert_eq!(hypercall_sites(KICKER.bytes()).len(), 1);
-        assert!(hypercall_sites(CPUID_PROBE.bytes()).is_empty());
-        assert!(hypercall_sites(TARGET.bytes()).is_empty());
-        assert_eq!(KICKER.code(false), KICKER.bytes());
-        let intel = KICKER.code(true);
-        assert!(hypercall_sites(&intel).is_empty());
-        assert_eq!(intel.windows(3).filter(|w| *w == VMCALL).count(), 1);
-        assert_eq!(intel.len(), KICKER.bytes().len());
+        assert_eq!(hypercall_sites(TARGET.bytes()).len(), 1);
+        for blob in [&KICKER, &TARGET] {
+            assert_eq!(blob.code(false), blob.bytes());
+            let intel = blob.code(true);
+            assert!(hypercall_sites(&intel).is_empty());
+            assert_eq!(intel.windows(3).filter(|w| *w == VMCALL).count(), 1);
+            assert_eq!(intel.len(), blob.bytes().len());
+        }
     }
 
     #[test]
-    fn target_halts_once_and_probe_has_cpuid() {
+    fn target_halts_once_and_kicker_has_cpuid() {
         assert_eq!(TARGET.bytes().iter().filter(|&&b| b == 0xf4).count(), 1);
-        let p = CPUID_PROBE.bytes();
-        assert!(p.windows(2).any(|w| w == [0x0f, 0xa2]));
+        let k = KICKER.bytes();
+        assert_eq!(k.windows(2).filter(|w| *w == [0x0f, 0xa2]).count(), 1);
+        assert!(!TARGET.bytes().windows(2).any(|w| w == [0x0f, 0xa2]));
+    }
+
+    #[test]
+    fn target_waits_with_the_wait_hypercall() {
+        let t = TARGET.bytes();
+        // 66 b8 <nr>: movl $KVM_HC_PVLOCK_WAIT, %eax, right before the
+        // token and flags are loaded and the hypercall made.
+        let mut mov = vec![0x66, 0xb8];
+        mov.extend_from_slice(&abi::KVM_HC_PVLOCK_WAIT.to_le_bytes());
+        let at = t
+            .windows(mov.len())
+            .position(|w| w == mov)
+            .expect("movl $KVM_HC_PVLOCK_WAIT, %eax");
+        let call = hypercall_sites(t)[0];
+        assert!(
+            at < call && call - at < 32,
+            "mov at {at}, vmmcall at {call}"
+        );
+        // 66 8b 1e 08 06 / 66 8b 0e 0c 06: ebx = flags, ecx = token.
+        let args = &t[at..call];
+        assert!(args.windows(5).any(|w| w == [0x66, 0x8b, 0x1e, 0x08, 0x06]));
+        assert!(args.windows(5).any(|w| w == [0x66, 0x8b, 0x0e, 0x0c, 0x06]));
+        // 66 a3 10 06: movl %eax, 0x610 (the result) right after it.
+        assert_eq!(&t[call + 3..call + 7], &[0x66, 0xa3, 0x10, 0x06]);
     }
 
     #[test]

@@ -4,36 +4,28 @@
 //! (`/sys/module/host_kvm/parameters/`).
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
+use pvlock_common::abi;
+use pvlock_common::debugfs::{self, Dir};
+use pvlock_common::quantile::histogram_bucket;
+use pvlock_common::stats::{abi_name, Kind};
+
+pub use pvlock_common::params::Params;
 
 /// Default directory of host_kvm's statistics.
-pub const DEFAULT_DEBUGFS: &str = "/sys/kernel/debug/pvlock_host";
+pub fn default_debugfs() -> PathBuf {
+    Path::new(debugfs::DEFAULT_ROOT).join(Kind::Host.dir_name())
+}
+
 /// Default directory of host_kvm's parameters.
-pub const DEFAULT_PARAMS: &str = "/sys/module/host_kvm/parameters";
+pub fn default_params() -> PathBuf {
+    Params::of_module(Kind::Host.module()).dir
+}
 
-/// host_kvm's one-number statistics files.
-pub const COUNTERS: [&str; 14] = [
-    "kicks",
-    "kicks_woken",
-    "kicks_not_halted",
-    "kicks_bad_target",
-    "kicks_self",
-    "kicks_bad_flags",
-    "hypercalls_disabled",
-    "yields",
-    "yields_done",
-    "get_param",
-    "get_param_bad",
-    "enable_cap",
-    "enable_cap_bad",
-    "kicks_done",
-];
-
-/// The kick latency histogram file: 32 u32, bucket k = [2^k, 2^(k+1)) ns.
-pub const HISTO_KICK_LATENCY: &str = "histo_kick_latency";
+/// The kick latency histogram file: bucket k = [2^k, 2^(k+1)) ns.
+const HISTO_KICK_LATENCY: &str = abi_name(abi::HOST_HISTOGRAMS[0]);
 
 /// The debugfs directory of host_kvm.
 #[derive(Debug, Clone)]
@@ -58,28 +50,16 @@ impl Debugfs {
         Debugfs { dir: dir.into() }
     }
 
-    fn read_file(&self, name: &str) -> Result<String> {
-        let path = self.dir.join(name);
-        fs::read_to_string(&path).with_context(|| {
-            format!(
-                "cannot read host_kvm statistics {} (host_kvm loaded? debugfs mounted: \
-                 mount -t debugfs debugfs /sys/kernel/debug? running as root?)",
-                path.display()
-            )
-        })
-    }
-
-    /// One counter.
-    pub fn counter(&self, name: &str) -> Result<u64> {
-        let text = self.read_file(name)?;
-        parse_counter(&text).with_context(|| format!("{}/{name}", self.dir.display()))
+    fn open(&self) -> Result<Dir, debugfs::Error> {
+        Dir::open(Kind::Host, &self.dir)
     }
 
     /// Every counter.
     pub fn counters(&self) -> Result<Counters> {
+        let dir = self.open()?;
         let mut c = Counters::default();
-        for name in COUNTERS {
-            c.0.insert(name, self.counter(name)?);
+        for name in Kind::Host.counters() {
+            c.0.insert(name, dir.counter(name)?);
         }
         Ok(c)
     }
@@ -91,31 +71,9 @@ impl Debugfs {
 
     /// The kick latency histogram.
     pub fn kick_latency(&self) -> Result<Vec<u64>> {
-        let text = self.read_file(HISTO_KICK_LATENCY)?;
-        parse_histogram(&text)
-            .with_context(|| format!("{}/{HISTO_KICK_LATENCY}", self.dir.display()))
+        let buckets = self.open()?.histogram(HISTO_KICK_LATENCY)?;
+        Ok(buckets.into_iter().map(u64::from).collect())
     }
-}
-
-/// A counter file: one decimal number and a newline.
-pub fn parse_counter(text: &str) -> Result<u64> {
-    let t = text.trim();
-    t.parse().with_context(|| format!("not a counter: {t:?}"))
-}
-
-/// A histogram file: 32 space-separated numbers.
-pub fn parse_histogram(text: &str) -> Result<Vec<u64>> {
-    let v = text
-        .split_whitespace()
-        .map(|w| {
-            w.parse::<u64>()
-                .with_context(|| format!("not a number: {w:?}"))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    if v.len() != 32 {
-        bail!("{} buckets instead of 32", v.len());
-    }
-    Ok(v)
 }
 
 /// The bucket that holds the `p`-th percentile of the samples that went
@@ -127,88 +85,7 @@ pub fn histogram_percentile(before: &[u64], after: &[u64], p: f64) -> Option<u64
         .zip(before.iter().chain(std::iter::repeat(&0)))
         .map(|(a, b)| a.saturating_sub(*b))
         .collect();
-    let total: u64 = delta.iter().sum();
-    if total == 0 {
-        return None;
-    }
-    let rank = ((p / 100.0 * total as f64).ceil() as u64).max(1);
-    let mut seen = 0;
-    for (k, n) in delta.iter().enumerate() {
-        seen += n;
-        if seen >= rank {
-            return Some(1u64 << k);
-        }
-    }
-    None
-}
-
-/// host_kvm's parameters.
-#[derive(Debug, Clone)]
-pub struct Params {
-    pub dir: PathBuf,
-}
-
-impl Params {
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Params { dir: dir.into() }
-    }
-
-    /// Whether host_kvm is loaded: its parameter directory exists.
-    pub fn module_loaded(&self) -> bool {
-        self.dir.is_dir()
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
-    }
-
-    /// A parameter as text, or `None` if the module is not loaded.
-    pub fn read(&self, name: &str) -> Result<Option<String>> {
-        let path = self.path(name);
-        if !self.module_loaded() {
-            return Ok(None);
-        }
-        let s =
-            fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        Ok(Some(s.trim().to_string()))
-    }
-
-    /// A boolean parameter, or `None` if the module is not loaded.
-    pub fn read_bool(&self, name: &str) -> Result<Option<bool>> {
-        match self.read(name)? {
-            None => Ok(None),
-            Some(s) => parse_bool(&s)
-                .map(Some)
-                .with_context(|| format!("{}", self.path(name).display())),
-        }
-    }
-
-    /// Sets a boolean parameter.
-    pub fn write_bool(&self, name: &str, value: bool) -> Result<()> {
-        let path = self.path(name);
-        fs::write(&path, if value { "Y" } else { "N" })
-            .with_context(|| format!("cannot write {} (root?)", path.display()))
-    }
-
-    /// Every parameter as `name=value`, for the log.
-    pub fn describe(&self) -> String {
-        let mut out = Vec::new();
-        for name in ["force", "yield_to_target", "spin_threshold"] {
-            if let Ok(Some(v)) = self.read(name) {
-                out.push(format!("{name}={v}"));
-            }
-        }
-        out.join(" ")
-    }
-}
-
-/// A kernel boolean parameter: Y/N (also y/n/1/0).
-pub fn parse_bool(s: &str) -> Result<bool> {
-    match s.trim() {
-        "Y" | "y" | "1" => Ok(true),
-        "N" | "n" | "0" => Ok(false),
-        other => bail!("not a boolean parameter value: {other:?}"),
-    }
+    histogram_bucket(&delta, p / 100.0).map(|k| 1u64 << k)
 }
 
 /// Sets host_kvm's `force` parameter for the duration of a case and puts
@@ -272,18 +149,6 @@ impl Drop for ForceGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_files() {
-        assert_eq!(parse_counter("42\n").unwrap(), 42);
-        assert!(parse_counter("x").is_err());
-        let h: String = (0..32).map(|i| format!("{i} ")).collect();
-        assert_eq!(parse_histogram(&format!("{h}\n")).unwrap()[31], 31);
-        assert!(parse_histogram("1 2 3").is_err());
-        assert!(parse_bool("Y\n").unwrap());
-        assert!(!parse_bool("N").unwrap());
-        assert!(parse_bool("maybe").is_err());
-    }
 
     #[test]
     fn histogram_percentiles() {

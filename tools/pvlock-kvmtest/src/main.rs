@@ -12,50 +12,84 @@
 //!
 //! Every VM ([`vm::TestVm`]) has an in-kernel irqchip and two vCPUs on their
 //! own threads: vCPU 0, the *kicker*, makes the hypercalls the test writes
-//! into guest memory (or runs CPUID), and vCPU 1, the *target*, spins or
-//! halts with interrupts disabled, so that only a kick can wake it. The
-//! ABI numbers come from the kernel's `pvlock/abi.rs`, included as [`abi`].
+//! into guest memory (or runs CPUID), and vCPU 1, the *target*, spins and
+//! then makes a lock wait (`KVM_HC_PVLOCK_WAIT` with a token the test
+//! chooses) or a plain `hlt`, with interrupts disabled, so that only a
+//! kick (or the VMM) can end it. The ABI numbers come from the kernel's
+//! `pvlock/abi.rs`, as `pvlock_common::abi`.
 //!
-//! The cases (`--list`), each with a fresh VM:
+//! The cases (`--list`), each with fresh VMs:
 //!
 //! - `cap_and_cpuid`: `KVM_CHECK_EXTENSION(KVM_CAP_PVLOCK_KICK)` is 3
 //!   (ENABLE|YIELD) on `/dev/kvm` and on a VM; `KVM_GET_SUPPORTED_CPUID`
 //!   has bit 23 in leaf 0x40000001 EAX; a guest whose VMM set the KVM
-//!   leaves without bit 23 does not see it, sees it while host_kvm's
-//!   `force` is Y, and sees it after `KVM_ENABLE_CAP(ENABLE)`.
+//!   leaves without bit 23 and never configured the capability does not
+//!   see it, sees it (and `GET_PARAM(VERSION)` returns 2) while host_kvm's
+//!   `force` is Y, and no longer once the VMM enabled the capability
+//!   (force or not: the VMM owns the CPUID). A VMM that disabled it
+//!   (`KVM_ENABLE_CAP` args\[0\] = 0): with force=Y its guest sees no bit
+//!   and KICK, WAIT and GET_PARAM return -1000.
+//! - `cpuid_from_vmm`: with force N, a VMM that sets bit 23 with
+//!   `KVM_SET_CPUID2`: its guest sees it, but the hypercalls return -1000
+//!   until `KVM_ENABLE_CAP(ENABLE, 77)`; then GET_PARAM returns 2 and 77
+//!   and a kick ends a lock wait.
+//! - `enforce_pv_cpuid`: with `KVM_CAP_ENFORCE_PV_FEATURE_CPUID` on the
+//!   vCPUs and the capability enabled but bit 23 not in the CPUID, KICK,
+//!   WAIT and GET_PARAM return -1000 and host_kvm sees none of them; force
+//!   shows no bit to such a VM; with the bit, the hypercalls work. SKIP if
+//!   KVM lacks the capability.
 //! - `enable_cap_validation`: `KVM_ENABLE_CAP` refuses (EINVAL) an unknown
 //!   flag, YIELD without ENABLE, a threshold above 1<<26 and nonzero
-//!   args\[2\] or args\[3\], and changes nothing then; it accepts ENABLE with
+//!   args\[2\] or args\[3\], and changes nothing then (the VM still counts
+//!   as never configured: force applies to it); it accepts ENABLE with
 //!   threshold 1<<26 and 1234, after which the guest's
-//!   `KVM_HC_PVLOCK_GET_PARAM` returns 1234 (threshold), 1 (version) and
+//!   `KVM_HC_PVLOCK_GET_PARAM` returns 1234 (threshold), 2 (version) and
 //!   -22 (parameter 7); args\[0\] = 0 disables (-1000 again).
-//! - `kick_wakes_halted`: the target executes `cli; hlt`, the kicker's
-//!   `KVM_HC_PVLOCK_KICK` returns 0 (WOKEN) and the target runs again;
+//! - `wait_kick_wakes`: the target waits with token T, the kicker's
+//!   `KVM_HC_PVLOCK_KICK` with T returns 0 (WOKEN) and the wait returns 0;
 //!   `--kicks` times, with the kick-to-run latency (from the kicker's exit
-//!   after the hypercall to the target's exit after its `hlt`, host
-//!   clock; negative when the target gets back to userspace first):
-//!   median, p90, p99, max; and the median bucket of host_kvm's own
-//!   kick-to-run histogram over the case (`host_lat_median_bucket_us`, the
-//!   bucket's lower bound).
-//! - `kick_not_halted_no_stale`: a kick to a spinning target returns 1
-//!   (NOT_HALTED) and leaves nothing behind: the target's next `hlt` stays
-//!   halted (`--stale-wait-ms`) until a second kick, which returns 0. Then
-//!   upstream's `KVM_HC_KICK_CPU` to a spinning target, for contrast: its
-//!   next `hlt` returns at once (reported; a note, not a failure, if not).
-//! - `kick_bad_targets`: kicks to the kicker itself, to APIC ID 7 (no such
-//!   vCPU), to 0xffffffff and with flags=1 return -22 (0xffffffea in EAX)
-//!   and do not wake the halted target; a valid kick then does.
+//!   after the hypercall to the target's exit after its wait, host clock;
+//!   negative when the target gets back to userspace first): median, p90,
+//!   p99, max; and the median bucket of host_kvm's own kick-to-run
+//!   histogram over the case (`host_lat_median_bucket_us`, the bucket's
+//!   lower bound). A kick that comes before the wait (HELD) makes the wait
+//!   return at once, and the round starts over (`retries`).
+//! - `kick_before_wait_is_held`: a kick with token T to the spinning
+//!   target returns 1 (HELD), and the target's wait with T then returns at
+//!   once (`waits_at_once`); a kick with T+5 is held for the wait T too.
+//!   The next wait halts until its own kick.
+//! - `stale_kick_no_wakeup`: a kick held for token T does not end the
+//!   wait T' > T (it stays halted for `--stale-wait-ms`), the kick with T'
+//!   does; a second kick for that finished wait ends no later wait; pvlock
+//!   kicks (the next token, 0xffffffff) to a target in a plain `hlt` return
+//!   HELD and do not end it (upstream's `KVM_HC_KICK_CPU` then does).
+//! - `kick_bad_args`: waits with flags=1 or token 0 return -22 at once;
+//!   kicks with flags=1, token 0, to the kicker itself, to APIC ID 7 (no
+//!   such vCPU), 0xffffffff and 0xff (broadcast IDs) return -22 (0xffffffea
+//!   in EAX) and do not end the target's wait; the valid kick then does.
+//! - `mp_state_round_trip`: the `KVM_SET_MP_STATE` that made the target
+//!   runnable makes its first wait return at once; a kick held for the
+//!   spinning target survives `KVM_GET_MP_STATE` + `KVM_SET_MP_STATE` (its
+//!   wait returns at once); `KVM_GET_MP_STATE` of the target in a lock wait
+//!   is RUNNABLE and setting it ends the wait without a kick; the next
+//!   wait halts until its kick (a restored vCPU leaves a wait at most once
+//!   without a kick).
+//! - `hlt_in_guest`: in a VM with `KVM_CAP_X86_DISABLE_EXITS(HLT)`, a lock
+//!   wait still halts (`--stale-wait-ms`) and its kick ends it, up to 50
+//!   times. SKIP if KVM does not allow disabling HLT exits.
 //! - `no_cap_enosys`: in a VM without `KVM_ENABLE_CAP`, with host_kvm's
-//!   `force` N (set for the case and restored), the pvlock hypercalls
-//!   return -1000 (0xfffffc18). Runs with host_kvm loaded or not.
+//!   `force` N (set for the case and restored), KICK, GET_PARAM and WAIT
+//!   return -1000 (0xfffffc18), and such a kick ends no HLT. Runs with
+//!   host_kvm loaded or not.
 //! - `kick_storm`: `--storm` kicks (1,000,000) from a loop inside the
-//!   guest to a spinning target all return 1; host_kvm's debugfs counters
-//!   `kicks` and `kicks_not_halted` grow by exactly that; then the target
-//!   still halts and wakes with one kick. Reports kicks per second.
+//!   guest to a spinning target all return 1 (HELD); host_kvm's debugfs
+//!   counters `kicks` and `kicks_held` grow by exactly that; then the
+//!   target's wait (a later token) still halts and its kick ends it.
+//!   Reports kicks per second.
 //! - `absent_cap_and_cpuid`, `absent_enable_cap` (`--expect-host-kvm no`):
 //!   without host_kvm, `KVM_CHECK_EXTENSION` returns 0, no CPUID bit 23 is
-//!   supported or shown to a guest, and `KVM_ENABLE_CAP` fails with
-//!   EINVAL.
+//!   supported or shown to a guest, `KVM_ENABLE_CAP` fails with EINVAL,
+//!   and the hypercalls return -1000 even where the VMM set the bit.
 //!
 //! Where host_kvm's debugfs counters are readable, the cases also check
 //! that they grew by exactly what the case did.
@@ -63,15 +97,13 @@
 //! Output: `PASS name k=v...`, `FAIL name: reason`, `SKIP name: reason`,
 //! `NOTE name: text`, and for harnesses `@@KVMTEST case=NAME result=...`
 //! lines and a final `@@KVMTEST summary pass=N fail=M skip=K`
-//! ([`report`]). Exit status 1 if any case failed.
+//! ([`result_lines`]). Exit status 1 if any case failed.
 
-#[allow(dead_code)]
-#[path = "../../../kernel/rust/kernel/pvlock/abi.rs"]
-mod abi;
 mod cases;
 mod guest;
 mod host;
-mod report;
+mod kvmstats;
+mod result_lines;
 mod stats;
 mod vm;
 
@@ -86,19 +118,21 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use kvm_ioctls::Kvm;
+use pvlock_common::cli::{self, parse_secs};
 
-use cases::{Case, Ctx, Needs, Outcome, Settings, CASES};
+use cases::{Case, Ctx, Needs, Outcome, Settings, Skip, CASES};
 use host::{Debugfs, Params};
-use report::Verdict;
+use result_lines::Verdict;
 
 const LONG_ABOUT: &str = "\
-KVM selftest for the host half of pvlock: the KVM_HC_PVLOCK_KICK and \
-KVM_HC_PVLOCK_GET_PARAM hypercalls, KVM_CAP_PVLOCK_KICK and the \
-KVM_FEATURE_PVLOCK_KICK CPUID bit, implemented by the host_kvm module on \
-the pvlock-patched kernel.
+KVM selftest for the host half of pvlock: the KVM_HC_PVLOCK_WAIT, \
+KVM_HC_PVLOCK_KICK and KVM_HC_PVLOCK_GET_PARAM hypercalls, \
+KVM_CAP_PVLOCK_KICK and the KVM_FEATURE_PVLOCK_KICK CPUID bit, implemented \
+by the host_kvm module on the pvlock-patched kernel.
 
 Each case builds a VM with two real-mode vCPUs: a kicker that makes \
-hypercalls and a target that spins or halts with interrupts disabled. Run \
+hypercalls and a target that spins, then makes a lock wait with a token or \
+a plain HLT, with interrupts disabled. Run \
 it as root on the KVM host to test (the L1 VM), with host_kvm loaded \
 (--expect-host-kvm yes: every case but the absent_* ones) or not \
 (--expect-host-kvm no: the cases that check absence, and no_cap_enosys). \
@@ -113,11 +147,12 @@ Examples:
   pvlock-kvmtest --expect-host-kvm yes          every case, host_kvm loaded
   pvlock-kvmtest --expect-host-kvm no           host_kvm not loaded
   pvlock-kvmtest --list                         the cases
-  pvlock-kvmtest kick_wakes_halted --kicks 1000 one case, more kicks
+  pvlock-kvmtest wait_kick_wakes --kicks 1000   one case, more kicks
   pvlock-kvmtest kick_storm --storm 100000      a shorter storm
   pvlock-kvmtest --timeout 30 --expect-host-kvm yes   a slow host
 
-Output: PASS/FAIL/SKIP/NOTE lines, and @@KVMTEST lines for harnesses:
+Output: PASS/FAIL/SKIP/NOTE lines (SKIP: a case that does not fit \
+--expect-host-kvm, or that this KVM cannot run), and @@KVMTEST lines for harnesses:
   @@KVMTEST case=NAME result=PASS|FAIL|SKIP [reason=\"...\"] KEY=VALUE... secs=S
   @@KVMTEST summary pass=N fail=M skip=K
 
@@ -149,7 +184,7 @@ struct Cli {
     ///
     /// A named case that does not fit --expect-host-kvm is skipped.
     ///
-    /// Example: pvlock-kvmtest cap_and_cpuid kick_bad_targets
+    /// Example: pvlock-kvmtest cap_and_cpuid kick_bad_args
     #[arg(value_name = "CASE", value_parser = parse_case)]
     cases: Vec<&'static Case>,
 
@@ -169,9 +204,10 @@ struct Cli {
     #[arg(short, long, value_enum, default_value_t = Expect::Auto, value_name = "WHEN")]
     expect_host_kvm: Expect,
 
-    /// kick_wakes_halted: how many kicks to time.
+    /// wait_kick_wakes: how many kicks to time (hlt_in_guest: at most 50
+    /// of them).
     ///
-    /// Example: pvlock-kvmtest kick_wakes_halted --kicks 2000
+    /// Example: pvlock-kvmtest wait_kick_wakes --kicks 2000
     #[arg(short, long, default_value_t = 200, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
     kicks: u32,
@@ -195,10 +231,10 @@ struct Cli {
     #[arg(long, default_value = "600", value_name = "SECS", value_parser = parse_secs)]
     storm_timeout: f64,
 
-    /// How long a halted target must stay halted to show that no wake-up
-    /// was kept.
+    /// How long a target in a lock wait or HLT must stay halted to show
+    /// that a kick not meant for it ended nothing.
     ///
-    /// Example: pvlock-kvmtest kick_not_halted_no_stale --stale-wait-ms 1000
+    /// Example: pvlock-kvmtest stale_kick_no_wakeup --stale-wait-ms 1000
     #[arg(long, default_value_t = 300, value_name = "MS",
           value_parser = clap::value_parser!(u64).range(10..=60_000))]
     stale_wait_ms: u64,
@@ -206,13 +242,13 @@ struct Cli {
     /// host_kvm's debugfs directory.
     ///
     /// Example: pvlock-kvmtest --debugfs /mnt/debug/pvlock_host
-    #[arg(long, default_value = host::DEFAULT_DEBUGFS, value_name = "DIR")]
+    #[arg(long, default_value_os_t = host::default_debugfs(), value_name = "DIR")]
     debugfs: PathBuf,
 
     /// host_kvm's module parameter directory.
     ///
     /// Example: pvlock-kvmtest --params /sys/module/host_kvm/parameters
-    #[arg(long, default_value = host::DEFAULT_PARAMS, value_name = "DIR")]
+    #[arg(long, default_value_os_t = host::default_params(), value_name = "DIR")]
     params: PathBuf,
 
     /// The KVM device.
@@ -227,16 +263,6 @@ fn parse_case(s: &str) -> Result<&'static Case, String> {
         let names: Vec<&str> = CASES.iter().map(|c| c.name).collect();
         format!("no case {s:?}; the cases are: {}", names.join(", "))
     })
-}
-
-fn parse_secs(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .parse()
-        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
-    if !(v.is_finite() && v > 0.0 && v <= 86400.0) {
-        return Err(format!("{s}: seconds must be above 0 and at most 86400"));
-    }
-    Ok(v)
 }
 
 fn needs_text(n: Needs) -> &'static str {
@@ -271,17 +297,9 @@ fn skip_reason(case: &Case, loaded: bool) -> Option<String> {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match cli::parse::<Cli>() {
         Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            // --help and --version succeed; every other error exits 1.
-            return if e.use_stderr() {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            };
-        }
+        Err(code) => return code,
     };
     if cli.list {
         for c in CASES {
@@ -324,6 +342,18 @@ fn setup(cli: &Cli) -> Result<Ctx> {
     )
 }
 
+/// How a case that ran ended: an error is a failure, unless it is a
+/// [`Skip`].
+fn verdict(r: Result<()>) -> Verdict {
+    match r {
+        Ok(()) => Verdict::Pass,
+        Err(e) => match e.downcast_ref::<Skip>() {
+            Some(Skip(why)) => Verdict::Skip(why.clone()),
+            None => Verdict::Fail(format!("{e:#}")),
+        },
+    }
+}
+
 /// Runs the selected cases; true if none failed.
 fn run(cli: &Cli) -> bool {
     let params = Params::new(&cli.params);
@@ -338,18 +368,26 @@ fn run(cli: &Cli) -> bool {
         Err(e) => {
             let v = Verdict::Fail(format!("{e:#}"));
             let o = Outcome::default();
-            for l in report::human("setup", &v, &o, 0.0) {
+            for l in result_lines::human("setup", &v, &o, 0.0) {
                 say(&l);
             }
-            say(&report::machine("setup", &v, &o, 0.0));
-            say(&report::summary(0, 1, 0));
+            say(&result_lines::machine("setup", &v, &o, 0.0));
+            say(&result_lines::summary(0, 1, 0));
             return false;
         }
     };
     let vendor = vm::vendor(&ctx.supported);
     let hypercall = if ctx.vmx { "vmcall" } else { "vmmcall" };
     let module = if present {
-        format!("loaded {}", params.describe())
+        format!(
+            "loaded {}",
+            params.describe(&[
+                "force",
+                "yield_to_target",
+                "spin_threshold",
+                "inject_ignore_kicks",
+            ])
+        )
     } else {
         "not-loaded".into()
     };
@@ -366,9 +404,15 @@ fn run(cli: &Cli) -> bool {
             if present { "exists" } else { "does not exist" }
         ));
     }
+    if present && params.read_bool("inject_ignore_kicks").ok().flatten() == Some(true) {
+        say(
+            "# warning: host_kvm inject_ignore_kicks is Y: kicks are answered but not \
+             delivered, the cases that kick a wait will fail",
+        );
+    }
     say(&format!(
         "@@KVMTEST info vendor={} hypercall={hypercall} host_kvm={} expect={}",
-        report::quote(&vendor),
+        result_lines::quote(&vendor),
         if present { "loaded" } else { "absent" },
         if loaded { "yes" } else { "no" }
     ));
@@ -380,8 +424,7 @@ fn run(cli: &Cli) -> bool {
         let verdict = match skip_reason(case, loaded) {
             Some(why) => Verdict::Skip(why),
             None => match panic::catch_unwind(AssertUnwindSafe(|| (case.run)(&ctx, &mut out))) {
-                Ok(Ok(())) => Verdict::Pass,
-                Ok(Err(e)) => Verdict::Fail(format!("{e:#}")),
+                Ok(r) => verdict(r),
                 Err(_) => Verdict::Fail("panicked (see above)".into()),
             },
         };
@@ -391,12 +434,12 @@ fn run(cli: &Cli) -> bool {
             Verdict::Fail(_) => fail += 1,
             Verdict::Skip(_) => skip += 1,
         }
-        for l in report::human(case.name, &verdict, &out, secs) {
+        for l in result_lines::human(case.name, &verdict, &out, secs) {
             say(&l);
         }
-        say(&report::machine(case.name, &verdict, &out, secs));
+        say(&result_lines::machine(case.name, &verdict, &out, secs));
     }
-    say(&report::summary(pass, fail, skip));
+    say(&result_lines::summary(pass, fail, skip));
     fail == 0
 }
 
@@ -412,21 +455,7 @@ mod tests {
 
     #[test]
     fn every_option_has_an_example() {
-        let cmd = Cli::command();
-        for arg in cmd.get_arguments() {
-            let id = arg.get_id().as_str();
-            if id == "help" || id == "version" {
-                continue;
-            }
-            let help = arg
-                .get_long_help()
-                .map(|h| h.to_string())
-                .unwrap_or_default();
-            assert!(
-                help.contains("Example: pvlock-kvmtest"),
-                "--{id} has no example"
-            );
-        }
+        cli::assert_every_option_has_an_example::<Cli>();
     }
 
     #[test]
@@ -481,6 +510,18 @@ mod tests {
         }
         let e = Cli::try_parse_from(["pvlock-kvmtest", "kick_strom"]).unwrap_err();
         assert!(e.to_string().contains("kick_storm"), "{e}");
+    }
+
+    #[test]
+    fn verdicts() {
+        assert_eq!(verdict(Ok(())), Verdict::Pass);
+        let fail = Err(anyhow::anyhow!("inner")).context("outer");
+        assert_eq!(verdict(fail), Verdict::Fail("outer: inner".into()));
+        let skip = Err(Skip("no HLT exits to disable".into()).into());
+        assert_eq!(
+            verdict(skip),
+            Verdict::Skip("no HLT exits to disable".into())
+        );
     }
 
     #[test]

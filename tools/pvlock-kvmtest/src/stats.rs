@@ -2,12 +2,14 @@
 
 //! Latency statistics and hypercall result decoding.
 
-use crate::abi;
+use pvlock_common::abi;
+use pvlock_common::quantile::nearest_rank;
 
 /// Summary of a set of latencies, in nanoseconds. Percentiles use the
-/// nearest-rank method: the p-th percentile of n sorted samples is the
-/// sample of rank ceil(p/100 * n), counting from 1, so it is always one of
-/// the samples (the median of an even count is the lower middle one).
+/// nearest-rank method ([`nearest_rank`]): the p-th percentile of n sorted
+/// samples is the sample of rank ceil(p/100 * n), counting from 1, so it is
+/// always one of the samples (the median of an even count is the lower
+/// middle one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Summary {
     pub count: usize,
@@ -16,13 +18,6 @@ pub struct Summary {
     pub p90: i64,
     pub p99: i64,
     pub max: i64,
-}
-
-/// The nearest-rank `p`-th percentile (0 < p <= 100) of sorted samples.
-pub fn percentile(sorted: &[i64], p: f64) -> i64 {
-    assert!(!sorted.is_empty() && p > 0.0 && p <= 100.0);
-    let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 /// Summarises `samples`, or `None` if there are none.
@@ -35,9 +30,9 @@ pub fn summarize(samples: &[i64]) -> Option<Summary> {
     Some(Summary {
         count: s.len(),
         min: s[0],
-        median: percentile(&s, 50.0),
-        p90: percentile(&s, 90.0),
-        p99: percentile(&s, 99.0),
+        median: nearest_rank(&s, 50.0),
+        p90: nearest_rank(&s, 90.0),
+        p99: nearest_rank(&s, 99.0),
         max: s[s.len() - 1],
     })
 }
@@ -54,11 +49,12 @@ pub fn decode(eax: u32) -> i64 {
     i64::from(eax as i32)
 }
 
-/// A hypercall result with its name, for messages.
+/// A hypercall result with its name, for messages (0 and 1 named as
+/// `KVM_HC_PVLOCK_KICK` results).
 pub fn describe(ret: i64) -> String {
     let name = match ret {
         abi::KVM_PVLOCK_KICK_WOKEN => "WOKEN",
-        abi::KVM_PVLOCK_KICK_NOT_HALTED => "NOT_HALTED",
+        abi::KVM_PVLOCK_KICK_HELD => "HELD",
         r if r == -abi::KVM_EINVAL => "-KVM_EINVAL",
         r if r == -abi::KVM_ENOSYS => "-KVM_ENOSYS",
         _ => return format!("{ret} ({:#x})", ret as u32),
@@ -77,7 +73,7 @@ mod tests {
         assert_eq!(decode(0xffff_fc18), -1000);
         assert_eq!(decode(0xffff_fc18), -abi::KVM_ENOSYS);
         assert_eq!(decode(0), abi::KVM_PVLOCK_KICK_WOKEN);
-        assert_eq!(decode(1), abi::KVM_PVLOCK_KICK_NOT_HALTED);
+        assert_eq!(decode(1), abi::KVM_PVLOCK_KICK_HELD);
         assert_eq!(decode(1234), 1234);
         assert_eq!(decode(1 << 26), 1 << 26);
     }
@@ -85,23 +81,10 @@ mod tests {
     #[test]
     fn describes_results() {
         assert_eq!(describe(0), "0 (WOKEN)");
-        assert_eq!(describe(1), "1 (NOT_HALTED)");
+        assert_eq!(describe(1), "1 (HELD)");
         assert_eq!(describe(-22), "-22 (-KVM_EINVAL)");
         assert_eq!(describe(-1000), "-1000 (-KVM_ENOSYS)");
         assert_eq!(describe(-38), "-38 (0xffffffda)");
-    }
-
-    #[test]
-    fn percentiles_are_nearest_rank() {
-        let s: Vec<i64> = (1..=100).collect();
-        assert_eq!(percentile(&s, 50.0), 50);
-        assert_eq!(percentile(&s, 90.0), 90);
-        assert_eq!(percentile(&s, 99.0), 99);
-        assert_eq!(percentile(&s, 100.0), 100);
-        assert_eq!(percentile(&[7], 50.0), 7);
-        assert_eq!(percentile(&[1, 2], 50.0), 1);
-        assert_eq!(percentile(&[1, 2, 3], 50.0), 2);
-        assert_eq!(percentile(&[1, 2, 3], 99.0), 3);
     }
 
     #[test]

@@ -7,35 +7,44 @@
 //! - [`ModelLock`]: the qspinlock word as one `u32`; the byte and half-word
 //!   operations the kernel does with narrower atomics are compare-and-swap
 //!   loops on the whole word (the same atomicity, one more step to explore).
-//! - [`Hypervisor`]: per vCPU, a halted flag behind a mutex and a condition
-//!   variable. `halt_if()` evaluates the guest's re-check and then blocks
-//!   until kicked; `kick()` wakes a halted vCPU. With [`KickSemantics::Latched`]
-//!   a kick to a running vCPU is kept and ends its next halt at once
-//!   (upstream `KVM_HC_KICK_CPU`); with [`KickSemantics::NotHalted`] it is
-//!   dropped and the kicker is told (`KVM_HC_PVLOCK_KICK`). A model
-//!   "interrupt" can end a halt early, as an interrupt ends `safe_halt()`.
+//! - [`Hypervisor`]: per vCPU, what KVM keeps (`arch/x86/kvm/pvlock.c`): the
+//!   token of the lock wait in progress and the largest token kicked, with
+//!   the same barriers, plus `pv_unhalted` (`KVM_HC_KICK_CPU`), a pending
+//!   interrupt and a pending NMI; a vCPU that waits or halts blocks on a
+//!   condition variable until one of them ends the wait. Faults can be
+//!   injected: the host refuses kicks, or withdraws the pvlock hypercalls;
+//!   and the host itself can be mutated (no held kicks).
 //!
 //! Built with `--cfg loom`, the tests in `loom_tests` explore every
-//! interleaving (up to loom's bounds) of a holder unlocking while a waiter
-//! decides to halt; a lost wake-up leaves a thread blocked for good, which
-//! loom reports as a deadlock. Built normally, `stress` runs threads
-//! hammering one lock and checks mutual exclusion.
+//! interleaving (up to loom's bounds) of holders unlocking while waiters
+//! decide to wait; a lost wake-up leaves a thread blocked for good, which
+//! loom reports as a deadlock, and two owners at once write a
+//! `loom::cell::UnsafeCell` concurrently, which loom reports too. Seeded
+//! bugs (`algo::Mutant`, and the host's held kick) must make them fail.
+//! Built normally, `stress` runs threads hammering one lock.
 
 // The model serves two test builds, loom and plain threads, each using a
 // part of it.
 #![allow(dead_code)]
 
+#[path = "../../../rust/kernel/pvlock/abi.rs"]
+pub(crate) mod abi;
 #[path = "../../../guest_pvlock/algo.rs"]
-#[allow(dead_code)]
 pub(crate) mod algo;
+#[path = "../../../rust/kernel/pvlock/qspinlock.rs"]
+pub(crate) mod qspinlock;
 pub(crate) mod sync;
 
-use algo::{Kick, LockWord, Platform};
-use sync::{AtomicU32, Condvar, Mutex, Ordering};
+use abi::Kick;
+use algo::{KickError, LockWord, Mutant, Platform, Wait, Waited};
+use sync::{AtomicU32, AtomicU64, Condvar, Mutex, Ordering};
 
 /// The lock word.
 pub(crate) struct ModelLock {
     word: AtomicU32,
+    /// The hash key (`addr()`): two locks with one key model a lock whose
+    /// memory was freed and reused for another.
+    key: usize,
 }
 
 impl Default for ModelLock {
@@ -47,8 +56,14 @@ impl Default for ModelLock {
 impl ModelLock {
     /// A lock whose word is `v` (1: held).
     pub fn new(v: u32) -> Self {
+        Self::with_key(v, 0)
+    }
+
+    /// A lock whose word is `v` and whose hash key is `key` (0: its address).
+    pub fn with_key(v: u32, key: usize) -> Self {
         ModelLock {
             word: AtomicU32::new(v),
+            key,
         }
     }
 
@@ -140,7 +155,11 @@ impl LockWord for ModelLock {
     }
 
     fn addr(&self) -> usize {
-        self as *const Self as usize
+        if self.key != 0 {
+            self.key
+        } else {
+            self as *const Self as usize
+        }
     }
 }
 
@@ -154,37 +173,83 @@ pub(crate) fn trace(f: impl FnOnce() -> String) {
     }
 }
 
-/// What a kick to a vCPU that is not halted does.
+/// What goes wrong with the host's kicks.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum KickSemantics {
-    /// Kept for the target's next halt (`KVM_HC_KICK_CPU`'s pv_unhalted).
-    Latched,
-    /// Dropped; the kicker learns it (`KVM_HC_PVLOCK_KICK`).
-    NotHalted,
+pub(crate) enum Fault {
+    /// Nothing.
+    None,
+    /// The project kick is refused (`-KVM_EINVAL`) for every target.
+    Refused,
+    /// The pvlock hypercalls are withdrawn (`-KVM_ENOSYS`): waits and kicks.
+    Gone,
+    /// `KVM_HC_KICK_CPU` fails too, after the pvlock hypercalls went.
+    AllGone,
+}
+
+/// How a model run is set up.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Config {
+    /// The mode the lock starts in (`algo::MODE_*`).
+    pub mode: u32,
+    /// `KVM_HC_KICK_CPU` is offered.
+    pub have_kick_cpu: bool,
+    /// The host holds a kick that comes before its wait (false: a mutated
+    /// host that drops it).
+    pub hold_kicks: bool,
+    pub fault: Fault,
+    /// Every vCPU looks preempted (early waits, yields).
+    pub preempted: bool,
+    pub yield_enabled: bool,
+    pub spin_threshold: u32,
+    /// A seeded bug in the algorithm.
+    pub mutant: Option<Mutant>,
+}
+
+impl Config {
+    /// The project's waits and kicks on a host that offers both kinds.
+    pub(crate) fn new(mode: u32) -> Self {
+        Config {
+            mode,
+            have_kick_cpu: true,
+            hold_kicks: true,
+            fault: Fault::None,
+            preempted: false,
+            yield_enabled: false,
+            spin_threshold: 1,
+            mutant: None,
+        }
+    }
+}
+
+/// What KVM keeps per vCPU (`arch/x86/kvm/pvlock.c`), and the events that
+/// end a halt.
+struct VcpuHost {
+    /// Token of the lock wait in progress, 0 if none.
+    wait: AtomicU64,
+    /// The largest token kicked.
+    kick: AtomicU64,
+    /// Set under `m`: `KVM_REQ_PVLOCK_KICK`, `pv_unhalted`, an interrupt,
+    /// an NMI.
+    m: Mutex<Events>,
+    cv: Condvar,
 }
 
 #[derive(Default)]
-struct VcpuState {
-    halted: bool,
-    latch: bool,
-    /// An interrupt is pending: the next (or current) halt ends.
+struct Events {
+    request: bool,
+    unhalted: bool,
     irq: bool,
-}
-
-struct Vcpu {
-    state: Mutex<VcpuState>,
-    cv: Condvar,
+    nmi: bool,
 }
 
 /// The model hypervisor.
 pub(crate) struct Hypervisor {
-    vcpus: Vec<Vcpu>,
-    semantics: KickSemantics,
-    /// Mutation for the model check: halt without the guest's re-check.
-    pub(crate) skip_recheck: bool,
-    spin_threshold: u32,
-    /// Kicks that found their target not halted.
-    pub(crate) not_halted: AtomicU32,
+    vcpus: Vec<VcpuHost>,
+    pub(crate) cfg: Config,
+    /// Kicks the host held.
+    pub(crate) held: AtomicU32,
+    /// NMIs sent.
+    pub(crate) nmis: AtomicU32,
     /// Steps each vCPU (and, last, anyone else) took, for `relax()` under
     /// loom.
     epoch: Mutex<Vec<u64>>,
@@ -192,9 +257,8 @@ pub(crate) struct Hypervisor {
 }
 
 impl Hypervisor {
-    /// `n` vCPUs, kicks with `semantics`, waiters spinning `spin_threshold`
-    /// loops before they halt.
-    pub(crate) fn new(n: usize, semantics: KickSemantics, spin_threshold: u32) -> Self {
+    /// `n` vCPUs set up as `cfg` says.
+    pub(crate) fn new(n: usize, cfg: Config) -> Self {
         if std::env::var_os("MODEL_TRACE").is_some() {
             let mut t = TRACE.lock().unwrap();
             t.clear();
@@ -202,26 +266,26 @@ impl Hypervisor {
         }
         Hypervisor {
             vcpus: (0..n)
-                .map(|_| Vcpu {
-                    state: Mutex::new(VcpuState::default()),
+                .map(|_| VcpuHost {
+                    wait: AtomicU64::new(0),
+                    kick: AtomicU64::new(0),
+                    m: Mutex::new(Events::default()),
                     cv: Condvar::new(),
                 })
                 .collect(),
-            semantics,
-            skip_recheck: false,
-            spin_threshold,
-            not_halted: AtomicU32::new(0),
+            cfg,
+            held: AtomicU32::new(0),
+            nmis: AtomicU32::new(0),
             epoch: Mutex::new(vec![0; n + 1]),
             epoch_cv: Condvar::new(),
         }
     }
 
-    /// An interrupt for `cpu`: ends its halt (like `safe_halt()` waking for
-    /// an interrupt), or its next one if it is not halted.
+    /// An interrupt for `cpu`: ends its wait (as an interrupt ends a wait
+    /// entered with interrupts enabled), or its next one.
     pub fn interrupt(&self, cpu: usize) {
         let v = &self.vcpus[cpu];
-        let mut s = v.state.lock().unwrap();
-        s.irq = true;
+        v.m.lock().unwrap().irq = true;
         v.cv.notify_all();
     }
 
@@ -240,7 +304,7 @@ impl Hypervisor {
     /// loop would let it run the spinner for ever. Waiting for someone
     /// else's step is the spin loop with the iterations in which nothing
     /// changed left out; a spinner that waits for a vCPU which never moves
-    /// again (halted for good) shows up as a deadlock, which it is.
+    /// again (blocked for good) shows up as a deadlock, which it is.
     ///
     /// `seen` is the step count this vCPU saw at its previous iteration: if
     /// another vCPU moved since, the spinner just looks again.
@@ -262,50 +326,123 @@ impl Hypervisor {
         seen.set(others(&e));
     }
 
-    fn halt(&self, cpu: usize) {
+    /// Blocks `cpu` until `ended(events, wait)` or an interrupt, NMI or
+    /// `pv_unhalted`; consumes them.
+    fn block(&self, cpu: usize, lock_wait: bool) {
         let v = &self.vcpus[cpu];
-        let mut s = v.state.lock().unwrap();
-        if s.latch || s.irq {
-            s.latch = false;
-            s.irq = false;
-            drop(s);
+        let mut e = v.m.lock().unwrap();
+        let over = |e: &Events| {
+            e.unhalted
+                || e.irq
+                || e.nmi
+                || (lock_wait
+                    && e.request
+                    && v.kick.load(Ordering::SeqCst) >= v.wait.load(Ordering::SeqCst))
+        };
+        if !over(&e) {
+            trace(|| format!("cpu{cpu} blocks"));
+            // Halted is a step others may wait for.
             self.progress(cpu);
-            return;
+            while !over(&e) {
+                e = v.cv.wait(e).unwrap();
+            }
         }
-        s.halted = true;
-        trace(|| format!("cpu{cpu} halts"));
-        // Halted is a step others may wait for (a kicker retrying).
-        self.progress(cpu);
-        while s.halted && !s.irq {
-            s = v.cv.wait(s).unwrap();
-        }
-        s.halted = false;
-        s.irq = false;
+        trace(|| format!("cpu{cpu} runs again"));
+        *e = Events::default();
+        v.wait.store(0, Ordering::SeqCst);
     }
 
-    fn kick(&self, from: usize, cpu: usize) -> Kick {
+    /// `KVM_HC_PVLOCK_WAIT` (`kvm_pvlock_wait()`).
+    fn hc_wait(&self, cpu: usize, token: u64) -> Waited {
+        if matches!(self.cfg.fault, Fault::Gone | Fault::AllGone) {
+            return Waited::Gone;
+        }
         let v = &self.vcpus[cpu];
-        let mut s = v.state.lock().unwrap();
-        let r = if s.halted {
-            s.halted = false;
-            v.cv.notify_all();
-            Kick::Delivered
-        } else {
-            match self.semantics {
-                KickSemantics::Latched => {
-                    s.latch = true;
-                    Kick::Delivered
-                }
-                KickSemantics::NotHalted => {
-                    self.not_halted.fetch_add(1, Ordering::Relaxed);
-                    Kick::NotHalted
+        v.wait.store(token, Ordering::SeqCst);
+        // Pairs with the barrier in `hc_kick`.
+        sync::fence(Ordering::SeqCst);
+        if v.kick.load(Ordering::SeqCst) >= token {
+            trace(|| format!("cpu{cpu} wait {token}: its kick came first"));
+            v.wait.store(0, Ordering::SeqCst);
+            self.progress(cpu);
+            return Waited::Ended;
+        }
+        trace(|| format!("cpu{cpu} waits, token {token}"));
+        self.block(cpu, true);
+        Waited::Ended
+    }
+
+    /// `KVM_HC_PVLOCK_KICK` (`kvm_pvlock_kick()`).
+    fn hc_kick(&self, from: usize, cpu: usize, token: u64) -> Result<Kick, KickError> {
+        match self.cfg.fault {
+            Fault::Refused => return Err(KickError::Refused),
+            Fault::Gone | Fault::AllGone => return Err(KickError::Gone),
+            Fault::None => {}
+        }
+        let v = &self.vcpus[cpu];
+        // The kick value only grows.
+        let raise = || {
+            let mut old = v.kick.load(Ordering::SeqCst);
+            while old < token {
+                match v
+                    .kick
+                    .compare_exchange(old, token, Ordering::SeqCst, Ordering::SeqCst)
+                {
+                    Ok(_) => break,
+                    Err(o) => old = o,
                 }
             }
         };
-        drop(s);
-        trace(|| format!("cpu{from} kick cpu{cpu}: {r:?}"));
+        if self.cfg.hold_kicks {
+            raise();
+        }
+        // Pairs with the barrier in `hc_wait`.
+        sync::fence(Ordering::SeqCst);
+        let r = if v.wait.load(Ordering::SeqCst) == token {
+            if !self.cfg.hold_kicks {
+                // The mutated host raises the kick only for a wait it finds.
+                raise();
+            }
+            v.m.lock().unwrap().request = true;
+            v.cv.notify_all();
+            Kick::Woken
+        } else {
+            self.held.fetch_add(1, Ordering::Relaxed);
+            Kick::Held
+        };
+        trace(|| format!("cpu{from} kicks cpu{cpu} token {token}: {r:?}"));
         self.progress(from);
-        r
+        Ok(r)
+    }
+
+    /// `HLT`, ended by `KVM_HC_KICK_CPU`'s `pv_unhalted`.
+    fn hlt(&self, cpu: usize) {
+        trace(|| format!("cpu{cpu} halts"));
+        self.block(cpu, false);
+    }
+
+    /// `KVM_HC_KICK_CPU`: sets `pv_unhalted`, which ends a halt or a lock
+    /// wait, now or the next.
+    fn kick_cpu(&self, from: usize, cpu: usize) -> Result<(), KickError> {
+        if self.cfg.fault == Fault::AllGone || !self.cfg.have_kick_cpu {
+            return Err(KickError::Gone);
+        }
+        let v = &self.vcpus[cpu];
+        v.m.lock().unwrap().unhalted = true;
+        v.cv.notify_all();
+        trace(|| format!("cpu{from} kick_cpu cpu{cpu}"));
+        self.progress(from);
+        Ok(())
+    }
+
+    /// An NMI to `cpu`.
+    fn nmi(&self, from: usize, cpu: usize) {
+        let v = &self.vcpus[cpu];
+        v.m.lock().unwrap().nmi = true;
+        v.cv.notify_all();
+        self.nmis.fetch_add(1, Ordering::Relaxed);
+        trace(|| format!("cpu{from} NMI to cpu{cpu}"));
+        self.progress(from);
     }
 }
 
@@ -339,23 +476,40 @@ impl Platform for Cpu<'_> {
         std::hint::spin_loop();
     }
 
-    fn halt_if(&self, cond: impl FnOnce() -> bool) -> bool {
+    fn wait_if(&self, how: Wait, token: u64, cond: impl FnOnce() -> bool) -> Waited {
         // Interrupts are "off" here: nothing runs on this vCPU between the
-        // re-check and the halt.
-        if !self.hv.skip_recheck && !cond() {
-            trace(|| format!("cpu{} halt_if: condition false", self.id));
-            return false;
+        // re-check and the wait.
+        if !cond() {
+            trace(|| format!("cpu{} wait_if: condition false", self.id));
+            return Waited::Skipped;
         }
-        self.hv.halt(self.id);
-        true
+        match how {
+            Wait::Hypercall => self.hv.hc_wait(self.id, token),
+            Wait::Hlt => {
+                self.hv.hlt(self.id);
+                Waited::Ended
+            }
+        }
     }
 
-    fn kick(&self, cpu: usize) -> Kick {
-        self.hv.kick(self.id, cpu)
+    fn kick(&self, cpu: usize, token: u64) -> Result<Kick, KickError> {
+        self.hv.hc_kick(self.id, cpu, token)
+    }
+
+    fn have_kick_cpu(&self) -> bool {
+        self.hv.cfg.have_kick_cpu
+    }
+
+    fn kick_cpu(&self, cpu: usize) -> Result<(), KickError> {
+        self.hv.kick_cpu(self.id, cpu)
+    }
+
+    fn wake_nmi(&self, cpu: usize) {
+        self.hv.nmi(self.id, cpu);
     }
 
     fn preempted(&self, _cpu: usize) -> bool {
-        false
+        self.hv.cfg.preempted
     }
 
     fn now(&self) -> u64 {
@@ -363,7 +517,7 @@ impl Platform for Cpu<'_> {
     }
 
     fn spin_threshold(&self) -> u32 {
-        self.hv.spin_threshold
+        self.hv.cfg.spin_threshold
     }
 
     fn early_halt(&self) -> u32 {
@@ -371,286 +525,58 @@ impl Platform for Cpu<'_> {
     }
 
     fn yield_enabled(&self) -> bool {
-        false
+        self.hv.cfg.yield_enabled
     }
 
-    fn yield_to(&self, _cpu: usize) {}
+    fn yield_to(&self, cpu: usize) {
+        trace(|| format!("cpu{} yields to cpu{cpu}", self.id));
+    }
 
     fn stats_enabled(&self) -> bool {
-        cfg!(not(loom))
-    }
-
-    fn kick_retry_polls(&self) -> u32 {
-        // Polling only delays the next kick; under loom a bounded busy-wait
-        // would block in `relax()` (see `wait_for_progress`).
-        if cfg!(loom) {
-            0
-        } else {
-            algo::KICK_RETRY_POLLS
-        }
+        true
     }
 
     fn note(&self, what: &str, v: impl FnOnce() -> u64) {
         trace(|| format!("cpu{} {what} {}", self.id, v()));
     }
+
+    fn mutant(&self, m: Mutant) -> bool {
+        self.hv.cfg.mutant == Some(m)
+    }
 }
 
-/// The lock state for the model's CPUs.
-pub(crate) type Lock = algo::PvLock<4, 16>;
-
-/// A fresh lock state (boxed: it is large).
-pub(crate) fn new_lock() -> sync::Arc<Lock> {
-    sync::Arc::new(Lock::new())
+/// The lock state for `n` model CPUs in the configured mode.
+pub(crate) fn new_lock(n: usize, cfg: &Config) -> sync::Arc<algo::PvLock> {
+    sync::Arc::new(algo::PvLock::new(n, cfg.mode, 0).expect("allocation"))
 }
 
 /// Sum of a counter over CPUs, by its debugfs name.
-pub(crate) fn counter(lock: &Lock, name: &str) -> u64 {
+pub(crate) fn counter(lock: &algo::PvLock, name: &str) -> u64 {
     algo::COUNTERS
         .iter()
-        .find(|(_, n)| n.to_str() == Ok(name))
-        .map(|(c, _)| lock.counter(*c))
+        .find(|c| c.name().to_str() == Ok(name))
+        .map(|c| lock.counter(*c))
         .unwrap_or(0)
 }
 
-/// Takes and releases `word` through the algorithm on `cpu`, the fast paths
-/// included (as `queued_spin_lock()` / `queued_spin_unlock()` do).
-pub(crate) fn lock(l: &Lock, cpu: &Cpu<'_>, word: &ModelLock) {
-    if word.cmpxchg_val(0, u32::from(algo::Q_LOCKED_VAL)).is_err() {
+/// Takes `word` through the algorithm on `cpu`, the fast path included (as
+/// `queued_spin_lock()` does).
+pub(crate) fn lock(l: &algo::PvLock, cpu: &Cpu<'_>, word: &ModelLock) {
+    if word
+        .cmpxchg_val(0, u32::from(qspinlock::Q_LOCKED_VAL))
+        .is_err()
+    {
         l.lock_slowpath(cpu, word);
     }
 }
 
 /// Releases `word` (fast path, then slowpath).
-pub(crate) fn unlock(l: &Lock, cpu: &Cpu<'_>, word: &ModelLock) {
+pub(crate) fn unlock(l: &algo::PvLock, cpu: &Cpu<'_>, word: &ModelLock) {
     l.unlock(cpu, word);
 }
 
 #[cfg(all(test, not(loom)))]
-mod stress {
-    use super::*;
-    use std::sync::atomic::AtomicU64;
-
-    fn hammer(semantics: KickSemantics, threads: usize, iters: u64, threshold: u32) {
-        let hv = Hypervisor::new(threads, semantics, threshold);
-        let l = new_lock();
-        let word = ModelLock::default();
-        // Not atomic on purpose as a read-modify-write: two owners at once
-        // would lose increments.
-        let counter = AtomicU64::new(0);
-        let inside = AtomicU32::new(0);
-        std::thread::scope(|s| {
-            for id in 0..threads {
-                let (hv, l, word, counter, inside) = (&hv, &l, &word, &counter, &inside);
-                s.spawn(move || {
-                    let cpu = Cpu::new(hv, id);
-                    for i in 0..iters {
-                        lock(l, &cpu, word);
-                        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two owners");
-                        let v = counter.load(Ordering::Relaxed);
-                        if i % 64 == 0 {
-                            std::thread::yield_now();
-                        }
-                        counter.store(v + 1, Ordering::Relaxed);
-                        inside.fetch_sub(1, Ordering::SeqCst);
-                        unlock(l, &cpu, word);
-                    }
-                });
-            }
-        });
-        assert_eq!(counter.load(Ordering::Relaxed), threads as u64 * iters);
-        assert_eq!(word.word(), 0, "lock left held or queued");
-        assert!(l.idle());
-        // Every waiter that halted as head was kicked by a slow unlock.
-        assert_eq!(
-            counter_of(&l, "released_slow"),
-            counter_of(&l, "released_slow_kicked")
-        );
-        assert_eq!(counter_of(&l, "bad_unlocks"), 0);
-    }
-
-    fn counter_of(l: &Lock, name: &str) -> u64 {
-        counter(l, name)
-    }
-
-    #[test]
-    fn mutual_exclusion_pvlock_kick() {
-        hammer(KickSemantics::NotHalted, 4, 20_000, 4);
-    }
-
-    #[test]
-    fn mutual_exclusion_kick_cpu() {
-        hammer(KickSemantics::Latched, 4, 20_000, 4);
-    }
-
-    #[test]
-    fn halting_happens_and_is_undone() {
-        // A tiny threshold makes waiters halt often: the protocol paths run.
-        let hv = Hypervisor::new(3, KickSemantics::NotHalted, 1);
-        let l = new_lock();
-        let word = ModelLock::default();
-        std::thread::scope(|s| {
-            for id in 0..3 {
-                let (hv, l, word) = (&hv, &l, &word);
-                s.spawn(move || {
-                    let cpu = Cpu::new(hv, id);
-                    for _ in 0..20_000 {
-                        lock(l, &cpu, word);
-                        std::thread::yield_now();
-                        unlock(l, &cpu, word);
-                    }
-                });
-            }
-        });
-        assert!(counter(&l, "halts_head") + counter(&l, "halts_node") > 0);
-        assert!(counter(&l, "kicks") > 0);
-        assert_eq!(word.word(), 0);
-    }
-}
+mod stress;
 
 #[cfg(all(test, loom))]
-mod loom_tests {
-    use super::*;
-    use crate::sync::Arc;
-    use loom::thread;
-
-    /// CPU 0 holds the lock and releases it; CPU 1 wants it, spins once and
-    /// halts; optionally an interrupt ends CPU 1's halt early once.
-    /// With MODEL_TRACE set, a failing execution prints its trace.
-    fn trace_on_panic() {
-        if std::env::var_os("MODEL_TRACE").is_some() {
-            std::panic::set_hook(Box::new(|info| {
-                eprintln!("{info}");
-                if let Ok(t) = TRACE.try_lock() {
-                    for l in t.iter() {
-                        eprintln!("  trace: {l}");
-                    }
-                }
-            }));
-        }
-    }
-
-    fn holder_and_waiter(semantics: KickSemantics, interrupt: bool, skip_recheck: bool) {
-        trace_on_panic();
-        let mut b = loom::model::Builder::new();
-        b.preemption_bound = Some(3);
-        // Kick retries and spin loops make long (finite) paths.
-        b.max_branches = 100_000;
-        b.check(move || {
-            let mut hv = Hypervisor::new(2, semantics, 1);
-            hv.skip_recheck = skip_recheck;
-            let hv = Arc::new(hv);
-            let l = new_lock();
-            let word = Arc::new(ModelLock::new(u32::from(algo::Q_LOCKED_VAL)));
-
-            let waiter = {
-                let (hv, l, word) = (hv.clone(), l.clone(), word.clone());
-                thread::spawn(move || {
-                    let cpu = Cpu::new(&hv, 1);
-                    lock(&l, &cpu, &word);
-                    unlock(&l, &cpu, &word);
-                    hv.progress(1);
-                })
-            };
-            let irq = interrupt.then(|| {
-                let hv = hv.clone();
-                thread::spawn(move || {
-                    hv.interrupt(1);
-                })
-            });
-            {
-                let cpu = Cpu::new(&hv, 0);
-                unlock(&l, &cpu, &word);
-                hv.progress(0);
-            }
-            waiter.join().unwrap();
-            if let Some(i) = irq {
-                i.join().unwrap();
-            }
-            assert_eq!(word.word(), 0);
-        });
-    }
-
-    #[test]
-    fn halt_kick_pvlock_kick() {
-        holder_and_waiter(KickSemantics::NotHalted, false, false);
-    }
-
-    #[test]
-    fn halt_kick_kick_cpu() {
-        holder_and_waiter(KickSemantics::Latched, false, false);
-    }
-
-    #[test]
-    fn halt_kick_with_interrupt_pvlock_kick() {
-        holder_and_waiter(KickSemantics::NotHalted, true, false);
-    }
-
-    #[test]
-    fn halt_kick_with_interrupt_kick_cpu() {
-        holder_and_waiter(KickSemantics::Latched, true, false);
-    }
-
-    /// The mutation, run by `without_recheck_a_wakeup_is_lost` in a child
-    /// process (loom aborts the process when it finds a deadlock).
-    #[test]
-    #[ignore = "run by without_recheck_a_wakeup_is_lost"]
-    fn mutation_no_recheck() {
-        holder_and_waiter(KickSemantics::NotHalted, true, true);
-    }
-
-    /// Without the re-check before halting, loom finds the lost wake-up (a
-    /// waiter halted for good, which loom reports as a deadlock).
-    #[test]
-    fn without_recheck_a_wakeup_is_lost() {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "loom_tests::mutation_no_recheck",
-                "--ignored",
-                "--nocapture",
-            ])
-            .env("RUST_BACKTRACE", "0")
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "the mutation must fail:\n{text}");
-        assert!(
-            text.contains("deadlock"),
-            "expected a deadlock report:\n{text}"
-        );
-    }
-
-    /// Two waiters behind a holder: the queue, the hand-over to a halted
-    /// successor (hashed by the new head for the unlock to kick).
-    #[test]
-    fn queue_of_two_waiters() {
-        trace_on_panic();
-        let mut b = loom::model::Builder::new();
-        b.preemption_bound = Some(2);
-        b.max_branches = 100_000;
-        b.check(|| {
-            let hv = Arc::new(Hypervisor::new(3, KickSemantics::NotHalted, 1));
-            let l = new_lock();
-            let word = Arc::new(ModelLock::new(u32::from(algo::Q_LOCKED_VAL)));
-            let mut ts = Vec::new();
-            for id in 1..3 {
-                let (hv, l, word) = (hv.clone(), l.clone(), word.clone());
-                ts.push(thread::spawn(move || {
-                    let cpu = Cpu::new(&hv, id);
-                    lock(&l, &cpu, &word);
-                    unlock(&l, &cpu, &word);
-                    hv.progress(id);
-                }));
-            }
-            {
-                let cpu = Cpu::new(&hv, 0);
-                unlock(&l, &cpu, &word);
-                hv.progress(0);
-            }
-            for t in ts {
-                t.join().unwrap();
-            }
-            assert_eq!(word.word(), 0);
-        });
-    }
-}
+mod loom_tests;

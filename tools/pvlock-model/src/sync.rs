@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The atomics `algo.rs` is written against: loom's under `--cfg loom`
-//! (model checking), the standard library's otherwise (stress tests).
+//! The atomics and tables `algo.rs` is written against: loom's under
+//! `--cfg loom` (model checking), the standard library's otherwise (stress
+//! tests).
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -12,6 +13,14 @@ pub(crate) use loom::sync::{Arc, Condvar, Mutex};
 pub(crate) use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Arc, Condvar, Mutex};
+
+/// A table sized when the lock is made.
+pub(crate) type Table<T> = Vec<T>;
+
+/// A table of `n` values made by `f`.
+pub(crate) fn table<T>(n: usize, f: impl Fn() -> T) -> Option<Table<T>> {
+    Some((0..n).map(|_| f()).collect())
+}
 
 /// A read in a busy-wait loop. Loom can return an old value to a plain load
 /// for ever, which no CPU does: reading with a read-modify-write gives the

@@ -11,11 +11,12 @@
 //!
 //! It is meant to run as root in small VMs (busybox initramfs, no `/etc`, no
 //! terminfo), so it uses only pure-Rust crates, links statically and draws
-//! with plain ANSI escapes. [`debugfs`] finds and parses the files,
-//! [`render`] formats them; this file holds the command line and the loops.
+//! with plain ANSI escapes. `pvlock_common::debugfs` finds and parses the
+//! files, [`render`] formats them; this file holds the command line and the
+//! loops.
 
-mod debugfs;
 mod render;
+mod vms;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -24,9 +25,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use clap::{ArgGroup, Parser};
+use pvlock_common::cli::{self, parse_secs};
+use pvlock_common::debugfs::{self, Located, Snapshot};
+use pvlock_common::stats::Kind;
 use regex::Regex;
 
-use debugfs::{Kind, Located, Snapshot};
 use render::LogColumns;
 
 const LONG_ABOUT: &str = "\
@@ -49,6 +52,7 @@ Examples:
   pvlock-stat --log 5 --csv --count 12 >s.csv  a minute of 5-second deltas
   pvlock-stat --json                           one-line JSON snapshot
   pvlock-stat --reset --guest                  zero the guest's statistics
+  pvlock-stat --vms                            per VM, on a host (KVM's counts)
   pvlock-stat --debugfs /tmp/snap/pvlock       read a copied directory
 
 Exit status: 0 on success; 1 on any error, a bad command line included.";
@@ -154,6 +158,17 @@ struct Cli {
     #[arg(long, conflicts_with_all = ["fields", "skip_zero"])]
     reset: bool,
 
+    /// Per VM: the pvlock statistics KVM keeps (on a host).
+    ///
+    /// KVM counts lock waits and kicks per vCPU (KVM_GET_STATS_FD); its
+    /// debugfs directory kvm/PID-FD/ sums them per VM. One row per VM,
+    /// named by its VMM's pid and command; with --json, one JSON object
+    /// {"vms": [{"vm", "pid", "comm", "counters": {NAME: N}}]}.
+    ///
+    /// Example: pvlock-stat --vms
+    #[arg(long, conflicts_with_all = ["watch", "log", "reset", "guest", "host", "fields", "skip_zero"])]
+    vms: bool,
+
     /// Only the guest's directory, pvlock/ (an error if it is missing).
     ///
     /// Example: pvlock-stat --guest --json
@@ -167,50 +182,21 @@ struct Cli {
     host: bool,
 }
 
-/// A positive number of seconds.
-fn parse_secs(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .parse()
-        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
-    if !(v.is_finite() && v > 0.0 && v <= 86400.0) {
-        return Err(format!("{s}: seconds must be above 0 and at most 86400"));
-    }
-    Ok(v)
-}
-
 fn parse_regex(s: &str) -> Result<Regex, regex::Error> {
     Regex::new(s)
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match cli::parse::<Cli>() {
         Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            // --help and --version succeed; every other error exits 1.
-            return if e.use_stderr() {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            };
-        }
+        Err(code) => return code,
     };
-    match run(&cli) {
-        Ok(()) => ExitCode::SUCCESS,
+    let run = match run(&cli) {
         // `pvlock-stat --log 1 | head` ends quietly.
-        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("pvlock-stat: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<io::Error>()
-            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
-    })
+        Err(e) if cli::is_broken_pipe(&e) => Ok(()),
+        r => r,
+    };
+    cli::exit_status("pvlock-stat", run.map(|()| ExitCode::SUCCESS))
 }
 
 fn run(cli: &Cli) -> Result<()> {
@@ -221,6 +207,16 @@ fn run(cli: &Cli) -> Result<()> {
             debugfs::default_root(mounts.as_deref())?
         }
     };
+    if cli.vms {
+        let vms = vms::read(&root, Path::new("/proc"))?;
+        let text = if cli.json {
+            vms::json(&vms) + "\n"
+        } else {
+            vms::table(&vms)
+        };
+        io::stdout().lock().write_all(text.as_bytes())?;
+        return Ok(());
+    }
     let kinds: Vec<Kind> = [(cli.guest, Kind::Guest), (cli.host, Kind::Host)]
         .into_iter()
         .filter_map(|(on, kind)| on.then_some(kind))
@@ -281,7 +277,7 @@ impl Reader<'_> {
         self.located
             .dirs
             .iter()
-            .map(|d| debugfs::read(d, &select))
+            .map(|d| debugfs::read(d, &select).map(render::in_shown_order))
             .collect()
     }
 
@@ -378,21 +374,7 @@ mod tests {
 
     #[test]
     fn every_option_has_an_example() {
-        let cmd = Cli::command();
-        for arg in cmd.get_arguments() {
-            let id = arg.get_id().as_str();
-            if id == "help" || id == "version" {
-                continue;
-            }
-            let help = arg
-                .get_long_help()
-                .map(|h| h.to_string())
-                .unwrap_or_default();
-            assert!(
-                help.contains("Example: pvlock-stat"),
-                "--{id} has no example"
-            );
-        }
+        cli::assert_every_option_has_an_example::<Cli>();
     }
 
     #[test]
@@ -409,15 +391,5 @@ mod tests {
             (cli.log, cli.csv, cli.count, cli.skip_zero),
             (Some(0.5), true, Some(3), true)
         );
-    }
-
-    #[test]
-    fn seconds_must_be_positive() {
-        assert_eq!(parse_secs("0.25"), Ok(0.25));
-        assert!(parse_secs("0").is_err());
-        assert!(parse_secs("-1").is_err());
-        assert!(parse_secs("nan").is_err());
-        assert!(parse_secs("inf").is_err());
-        assert!(parse_secs("x").is_err());
     }
 }

@@ -5,24 +5,24 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use pvlock_common::debugfs::Snapshot;
+use pvlock_common::fmt::fmt_count_grouped;
+use pvlock_common::quantile::histogram_bucket;
+use pvlock_common::stats::{unit_of, Histogram, Kind, HIST_BUCKETS};
 use serde::ser::{Serialize, SerializeMap, Serializer};
-
-use crate::debugfs::{unit_of, Histogram, Kind, Snapshot, HIST_BUCKETS};
 
 /// Width of a full histogram bar, in characters.
 const BAR_WIDTH: usize = 40;
 
-/// `v` with thousands separators: `213,995`.
-pub fn fmt_count(v: u64) -> String {
-    let digits = v.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+/// `s` with its counters in the order their module declares them (as
+/// `abi.rs` lists them); names the module does not declare last, by name.
+pub fn in_shown_order(mut s: Snapshot) -> Snapshot {
+    let known: Vec<&str> = s.dir.kind.counters().collect();
+    s.counters.sort_by_cached_key(|c| {
+        let at = known.iter().position(|k| *k == c.name);
+        (at.unwrap_or(known.len()), c.name.clone())
+    });
+    s
 }
 
 /// A duration in nanoseconds, short: `512ns`, `1.0us`, `65.5us`, `2.1s`.
@@ -61,7 +61,7 @@ fn fmt_rate(r: f64, unit: Option<&str>) -> String {
     match unit {
         Some("ns") => fmt_ns_f64(r),
         _ if r < 99.95 => format!("{r:.1}"),
-        _ => fmt_count(r.round() as u64),
+        _ => fmt_count_grouped(r.round() as u64),
     }
 }
 
@@ -99,29 +99,12 @@ pub fn bar(count: u64, max: u64) -> String {
     s
 }
 
-/// The bucket that holds quantile `q` (0 < q <= 1) of the samples.
-pub fn quantile_bucket(buckets: &[u32], q: f64) -> Option<usize> {
-    let total: u64 = buckets.iter().map(|&b| u64::from(b)).sum();
-    if total == 0 {
-        return None;
-    }
-    let want = ((total as f64) * q).ceil().max(1.0) as u64;
-    let mut cum = 0u64;
-    for (k, &b) in buckets.iter().enumerate() {
-        cum += u64::from(b);
-        if cum >= want {
-            return Some(k);
-        }
-    }
-    Some(buckets.len() - 1)
-}
-
 /// `p50 < 2.0us  p90 < 4.1us  p99 < 131.1us`, from the buckets' bounds.
 fn quantiles(h: &Histogram) -> String {
     [("p50", 0.5), ("p90", 0.9), ("p99", 0.99)]
         .iter()
         .filter_map(|&(name, q)| {
-            let k = quantile_bucket(&h.buckets, q)?;
+            let k = histogram_bucket(&h.buckets, q)?;
             Some(match bucket_bounds(k) {
                 (_, Some(hi)) => format!("{name} < {}", fmt_value(hi, h.unit())),
                 (lo, None) => format!("{name} >= {}", fmt_value(lo, h.unit())),
@@ -224,7 +207,7 @@ pub fn table(root: &Path, snaps: &[Snapshot], skipped_zeros: usize) -> String {
             };
             lines.push(Line::Cells(vec![
                 left(&c.name),
-                right(fmt_count(c.value)),
+                right(fmt_count_grouped(c.value)),
                 left(unit.unwrap_or("")),
                 left(human),
             ]));
@@ -265,7 +248,7 @@ pub fn histogram(s: &Snapshot, h: &Histogram) -> String {
     let mut lines = vec![
         Line::Text(format!(
             "{head}: {} samples; {}",
-            fmt_count(total),
+            fmt_count_grouped(total),
             quantiles(h)
         )),
         Line::Cells(vec![
@@ -286,7 +269,7 @@ pub fn histogram(s: &Snapshot, h: &Histogram) -> String {
         let pct = |n: u64| format!("{:.2}", n as f64 * 100.0 / total as f64);
         lines.push(Line::Cells(vec![
             left(bucket_label(k, unit)),
-            right(fmt_count(b)),
+            right(fmt_count_grouped(b)),
             right(pct(b)),
             right(pct(cum)),
             left(bar(b, max)),
@@ -294,7 +277,7 @@ pub fn histogram(s: &Snapshot, h: &Histogram) -> String {
     }
     lines.push(Line::Cells(vec![
         left("total"),
-        right(fmt_count(total)),
+        right(fmt_count_grouped(total)),
         right("100.00"),
     ]));
     align(&lines)
@@ -341,7 +324,7 @@ pub fn watch_frame(
             let was = old.and_then(|o| o.counter(&c.name));
             lines.push(Line::Cells(vec![
                 left(format!(" {}", c.name)),
-                right(fmt_count(c.value)),
+                right(fmt_count_grouped(c.value)),
                 left(unit.unwrap_or("")),
                 right(rate(was, c.value, unit)),
             ]));
@@ -354,7 +337,7 @@ pub fn watch_frame(
             let was = old.and_then(|o| o.histogram(&h.name)).map(Histogram::total);
             lines.push(Line::Cells(vec![
                 left(format!(" {}", h.name)),
-                right(fmt_count(total)),
+                right(fmt_count_grouped(total)),
                 left("samples"),
                 right(rate(was, total, None)),
                 left(quantiles(h)),
@@ -526,18 +509,9 @@ pub fn json(root: &Path, snaps: &[Snapshot]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::debugfs::{Counter, Dir};
+    use pvlock_common::debugfs::Dir;
+    use pvlock_common::stats::Counter;
     use std::path::PathBuf;
-
-    #[test]
-    fn counts_get_separators() {
-        assert_eq!(fmt_count(0), "0");
-        assert_eq!(fmt_count(999), "999");
-        assert_eq!(fmt_count(1000), "1,000");
-        assert_eq!(fmt_count(213995), "213,995");
-        assert_eq!(fmt_count(5257327), "5,257,327");
-        assert_eq!(fmt_count(u64::MAX), "18,446,744,073,709,551,615");
-    }
 
     #[test]
     fn nanoseconds_are_short() {
@@ -582,11 +556,6 @@ mod tests {
         b[3] = 50;
         b[5] = 49;
         b[31] = 1;
-        assert_eq!(quantile_bucket(&b, 0.5), Some(3));
-        assert_eq!(quantile_bucket(&b, 0.9), Some(5));
-        assert_eq!(quantile_bucket(&b, 0.99), Some(5));
-        assert_eq!(quantile_bucket(&b, 1.0), Some(31));
-        assert_eq!(quantile_bucket(&[0; HIST_BUCKETS], 0.5), None);
         let h = Histogram {
             name: "histo_x".into(),
             buckets: b,
@@ -617,6 +586,30 @@ mod tests {
             info: vec![],
             histograms: vec![],
         }
+    }
+
+    #[test]
+    fn counters_are_shown_in_the_module_order() {
+        let names =
+            |s: &Snapshot| -> Vec<String> { s.counters.iter().map(|c| c.name.clone()).collect() };
+        let mut all: Vec<(&str, u64)> = Kind::Host.counters().map(|n| (n, 0)).collect();
+        all.reverse();
+        let shown = in_shown_order(snap(Kind::Host, &all));
+        assert_eq!(
+            names(&shown)[..4],
+            ["kicks", "kicks_woken", "kicks_held", "kicks_bad_target"]
+        );
+        assert_eq!(names(&shown).len(), 19);
+        let some = in_shown_order(snap(
+            Kind::Host,
+            &[
+                ("yields", 0),
+                ("zzz_new", 0),
+                ("waits_kicked", 0),
+                ("kicks", 0),
+            ],
+        ));
+        assert_eq!(names(&some), ["kicks", "waits_kicked", "yields", "zzz_new"]);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use pvlock_common::testing::{self, fails, ok};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_pvlock-stat");
@@ -26,11 +27,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn run(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run pvlock-stat")
+    testing::run(BIN, args)
 }
 
 /// Runs `pvlock-stat --debugfs FIXTURE ARGS...`.
@@ -38,36 +35,6 @@ fn run_on(fixture_dir: &Path, args: &[&str]) -> Output {
     let mut all = vec!["--debugfs", fixture_dir.to_str().unwrap()];
     all.extend_from_slice(args);
     run(&all)
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
-}
-
-/// Asserts success and returns stdout.
-fn ok(o: Output) -> String {
-    assert!(
-        o.status.success(),
-        "exit {:?}, stderr: {}",
-        o.status,
-        stderr(&o)
-    );
-    assert!(o.stderr.is_empty(), "stderr: {}", stderr(&o));
-    stdout(&o)
-}
-
-/// Asserts exit code 1 with one line on stderr and nothing on stdout;
-/// returns that line.
-fn fails(o: Output) -> String {
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
-    assert!(o.stdout.is_empty(), "stdout: {}", stdout(&o));
-    assert_eq!(err.lines().count(), 1, "stderr: {err}");
-    err
 }
 
 fn json_of(o: Output) -> Value {
@@ -138,8 +105,8 @@ fn table_shows_counters_info_and_histograms() {
         "time_blocked_ns 1,834,712 ns (1.8ms)"
     );
     assert_eq!(line("lock_ops"), "lock_ops pvlock");
-    assert_eq!(line("kick "), "kick kvm_hc_pvlock_kick");
-    assert!(!out.contains("kick: "), "info is aligned, not printed raw");
+    assert_eq!(line("mode "), "mode kvm_hc_pvlock_wait");
+    assert!(!out.contains("mode: "), "info is aligned, not printed raw");
     assert!(!out.contains("zero_stats"));
 
     // The histogram: bucket 9 is [512ns, 1.0us) and the largest, so it
@@ -175,14 +142,14 @@ fn table_skip_zero_leaves_out_zero_counters_and_empty_histograms() {
     assert!(!out.contains("halts_head"));
     assert!(!out.contains("histo_blocked"));
     assert!(out.contains("histo_wait"));
-    assert!(out.contains("(11 zero counters not shown)"));
+    assert!(out.contains("(15 zero counters not shown)"));
     assert!(!out.contains("host ("));
 }
 
 #[test]
 fn table_fields_selects_by_name() {
     let out = ok(run_on(&fixture("good"), &["--fields", "^kicks"]));
-    assert!(out.contains("kicks_not_halted"));
+    assert!(out.contains("kicks_held"));
     assert!(out.contains("kicks_woken"));
     assert!(!out.contains("taken_slow"));
     assert!(!out.contains("yields"));
@@ -211,14 +178,14 @@ fn json_round_trips_the_fixture() {
     assert_eq!(g["counters"]["taken_slow"], 213995);
     assert_eq!(g["counters"]["halts_head"], 17);
     assert_eq!(g["counters"]["kicks"], 41);
-    assert_eq!(g["counters"]["kicks_not_halted"], 18);
+    assert_eq!(g["counters"]["kicks_held"], 18);
     assert_eq!(g["counters"]["time_blocked_ns"], 1834712);
-    assert_eq!(g["counters"].as_object().unwrap().len(), 14);
+    assert_eq!(g["counters"].as_object().unwrap().len(), 18);
     assert!(g["counters"].get("zero_stats").is_none());
     assert_eq!(g["info"]["lock_ops"], "pvlock");
     assert_eq!(g["info"]["previous"], "upstream-pv");
     assert_eq!(g["info"]["spin_threshold"], "32768");
-    assert_eq!(g["info"].as_object().unwrap().len(), 9);
+    assert_eq!(g["info"].as_object().unwrap().len(), 10);
     let hw = &g["histograms"]["histo_wait"];
     assert_eq!(hw["unit"], "ns");
     let buckets: Vec<u64> = hw["buckets"]
@@ -235,13 +202,13 @@ fn json_round_trips_the_fixture() {
     let at = |key: &str| text.find(&format!("\"{key}\":")).unwrap();
     assert!(at("taken_slow") < at("taken_slow_pickup"));
     assert!(at("taken_slow_pickup") < at("bad_unlocks"));
-    assert!(at("kicks_woken") < at("kicks_done"));
-    assert!(at("kicks_done") < at("yields"));
+    assert!(at("kicks_woken") < at("kicks_bad_args"));
+    assert!(at("waits_kicked") < at("hypercalls_disabled"));
 
     let h = &v["dirs"]["host"];
     assert_eq!(h["path"], root.join("pvlock_host").to_str().unwrap());
     assert_eq!(h["counters"]["kicks_woken"], 23);
-    assert_eq!(h["counters"].as_object().unwrap().len(), 14);
+    assert_eq!(h["counters"].as_object().unwrap().len(), 19);
     assert_eq!(h["info"], serde_json::json!({}));
     assert_eq!(
         h["histograms"]["histo_kick_latency"]["buckets"]
@@ -289,13 +256,13 @@ fn json_applies_fields_and_skip_zero() {
         &["--json", "--fields", "^kicks|histo_wait", "--skip-zero"],
     ));
     let g = v["dirs"]["guest"]["counters"].as_object().unwrap();
-    assert_eq!(g.keys().collect::<Vec<_>>(), ["kicks", "kicks_not_halted"]);
+    assert_eq!(g.keys().collect::<Vec<_>>(), ["kicks", "kicks_held"]);
     let h = v["dirs"]["host"]["counters"].as_object().unwrap();
-    // kicks_bad_target, kicks_self and kicks_bad_flags are 0.
+    // kicks_bad_target, kicks_self, kicks_bad_args and kicks_ignored are 0.
     // (serde_json's map sorts the keys.)
     assert_eq!(
         h.keys().collect::<Vec<_>>(),
-        ["kicks", "kicks_done", "kicks_not_halted", "kicks_woken"]
+        ["kicks", "kicks_held", "kicks_woken"]
     );
     let gh = v["dirs"]["guest"]["histograms"].as_object().unwrap();
     assert_eq!(gh.keys().collect::<Vec<_>>(), ["histo_wait"]);
@@ -318,7 +285,7 @@ fn log_prints_a_header_and_a_line_per_interval() {
     assert_eq!(header[0], "time");
     assert_eq!(header[1], "guest.taken_slow");
     assert!(header.contains(&"host.kicks_woken"));
-    assert_eq!(header.len(), 1 + 14 + 14);
+    assert_eq!(header.len(), 1 + 18 + 19);
     for l in &lines[1..] {
         let cells: Vec<&str> = l.split_whitespace().collect();
         assert_eq!(cells.len(), header.len(), "{l}");
@@ -340,13 +307,13 @@ fn log_csv_with_fields_and_skip_zero() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
         lines[0],
-        "time,guest.kicks,guest.kicks_not_halted,host.kicks,host.kicks_woken,\
-         host.kicks_not_halted,host.kicks_done"
+        "time,guest.kicks,guest.kicks_held,host.kicks,host.kicks_woken,\
+         host.kicks_held"
     );
     assert_eq!(lines.len(), 3);
     for l in &lines[1..] {
         let cells: Vec<&str> = l.split(',').collect();
-        assert_eq!(cells.len(), 7, "{l}");
+        assert_eq!(cells.len(), 6, "{l}");
         assert!(cells[1..].iter().all(|c| *c == "0"));
     }
 }
@@ -607,12 +574,13 @@ fn help_documents_every_option_with_examples() {
         "--reset",
         "--guest",
         "--host",
+        "--vms",
     ] {
         assert!(out.contains(opt), "{opt} missing from --help");
     }
     assert!(out.contains("Examples:"));
     assert!(out.contains("RAW DELTA"));
-    assert_eq!(out.matches("Example: pvlock-stat").count(), 11);
+    assert_eq!(out.matches("Example: pvlock-stat").count(), 12);
     let short = ok(run(&["-h"]));
     assert!(short.contains("Examples:"));
 }

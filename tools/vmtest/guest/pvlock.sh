@@ -34,11 +34,12 @@ cmdline_params() {
 # load MODULE [PARAMS...]: insmod with the command line's MODULE.* first.
 load() {
 	m=$1; shift
-	ko=$(find /lib/modules -name "$m.ko" | head -1)
+	ko=$(find /lib/modules -name "$m.ko" 2>/dev/null | head -1)
 	[ -n "$ko" ] || { mark error "no module $m"; return 1; }
 	p="$(cmdline_params "$m")$*"
 	if out=$(insmod "$ko" $p 2>&1); then
 		mark module "$m loaded params=[$p]"
+		modmap
 	else
 		mark module "$m failed params=[$p] error=[$out]"
 		dmesg | grep -E "$m|pvlock" | tail -5 | while read -r l; do mark dmesg "$l"; done
@@ -46,6 +47,13 @@ load() {
 	fi
 	dmesg | grep -E "^(\[[ 0-9.]*\] )?($m|guest_pvlock|host_kvm):" | tail -3 | while read -r l; do mark dmesg "$l"; done
 	return 0
+}
+
+# modmap: where the loaded modules are ("NAME SIZE ADDRESS" per module, from
+# /proc/modules), so that the harness can tell the project's code from other
+# modules' in a register sample of a silent kernel (regs).
+modmap() {
+	mark modmap "$(awk '{ printf "%s%s %s %s", sep, $1, $2, $6; sep = ";" }' /proc/modules)"
 }
 
 unload() {
@@ -118,7 +126,7 @@ loadloop() {
 	n=$1; s=$2; i=0; ok=0
 	while [ $i -lt "$n" ]; do
 		i=$((i + 1))
-		load guest_pvlock >/dev/null && sleep "$s" && unload guest_pvlock >/dev/null && ok=$((ok + 1))
+		load guest_pvlock >/dev/null && modmap && sleep "$s" && unload guest_pvlock >/dev/null && ok=$((ok + 1))
 		sleep "$s"
 	done
 	# Waiters that a switch moved from the bridge to the new slowpath.
@@ -136,10 +144,66 @@ warnings() {
 	dmesg | grep -E "WARNING:|BUG:|Oops|soft lockup|hard LOCKUP|rcu.*stall" | head -5 | while read -r l; do mark dmesg "$l"; done
 }
 
-sh_step() { sh -c "$1" 2>&1 | while read -r l; do mark out "$l"; done; }
+# sh_step SCRIPT: run SCRIPT with sh, its output as "out" lines; its status.
+sh_step() {
+	f=$(mktemp) || return 1
+	{ sh -c "$1" 2>&1; echo $? >"$f"; } | while read -r l; do mark out "$l"; done
+	rc=$(cat "$f")
+	rm -f "$f"
+	return "${rc:-1}"
+}
+
+# cpu_online CPU 0|1: set a CPU's online state; retried while CPU hotplug is
+# blocked (a lock-op switch blocks it, EBUSY) for up to 10 s.
+cpu_online() {
+	# (Shell variables are global: names of its own, not its callers'.)
+	co_f=/sys/devices/system/cpu/cpu$1/online
+	[ -w "$co_f" ] || return 1
+	co_tries=0
+	while ! echo "$2" >"$co_f" 2>/dev/null; do
+		[ "$(cat "$co_f")" = "$2" ] && return 0
+		co_tries=$((co_tries + 1))
+		[ $co_tries -ge 100 ] && return 1
+		busy=$((busy + 1))
+		sleep 0.1
+	done
+	return 0
+}
+
+# online_cpus: bring every present CPU online (after booting with
+# maxcpus=1); the number online.
+online_cpus() {
+	busy=0
+	for d in /sys/devices/system/cpu/cpu[0-9]*; do
+		c=${d##*cpu}
+		[ -e "$d/online" ] && [ "$(cat "$d/online")" = 0 ] && { cpu_online "$c" 1 || mark error "cpu $c did not come online"; }
+	done
+	mark cpus "online=$(grep -c ^processor /proc/cpuinfo) busy=$busy"
+}
+
+# hotplug_loop N: N rounds of taking every CPU but 0 offline and online
+# again, one by one.
+hotplug_loop() {
+	n=$1; i=0; ok=0; busy=0
+	while [ $i -lt "$n" ]; do
+		i=$((i + 1))
+		good=1
+		for d in /sys/devices/system/cpu/cpu[1-9]*; do
+			c=${d##*cpu}
+			cpu_online "$c" 0 || good=0
+			cpu_online "$c" 1 || good=0
+		done
+		[ $good = 1 ] && ok=$((ok + 1))
+	done
+	mark hotplug "rounds=$n ok=$ok busy=$busy online=$(grep -c ^processor /proc/cpuinfo)"
+}
 
 # --- L1 only -----------------------------------------------------------------
 
+# The host's root, read-only over 9p, for its QEMU (run in a chroot);
+# /run there is L1's own, for the L2s' QMP sockets. The host's /tmp stays
+# visible: the repository, with the kernel and initramfs the L2s boot, may
+# be a clone there.
 hostroot() {
 	[ -d /host/usr ] && return 0
 	mkdir -p /host
@@ -159,10 +223,124 @@ hist_stop() {
 	echo '!hist:keys=nr:vals=hitcount:sort=nr' >"$HT/trigger"
 }
 
+# --- silent L2s ---------------------------------------------------------------
+# L1 asks an L2 that says nothing (its heartbeat included) for PV_NMI_AFTER
+# seconds why, once per silence, through the QMP socket of the L2's QEMU:
+# first where each vCPU is (registers and the top of its stack, which need
+# nothing of the guest), then an NMI to every vCPU (QEMU's inject-nmi). The
+# registers show a vCPU stuck in guest_pvlock, or every vCPU halted with
+# interrupts on, waiting for interrupts that never come. An NMI ends a HLT
+# and a lock wait whatever the guest waits for, so a guest that waited for a
+# lost kick comes back to life; each CPU that takes the NMI says so ("Uhhuh.
+# NMI received for unknown reason 00 on CPU 2."), and a CPU that does not
+# was not run by L1. The harness judges what follows
+# (tools/vmtest/src/platform.rs, regs.rs).
+PV_NMI_AFTER=${PV_NMI_AFTER:-60}
+PV_WATCH_EVERY=${PV_WATCH_EVERY:-5}
+# The host root, and where the QMP sockets are inside it.
+PV_HOST=${PV_HOST:-/host}
+PV_QMP_DIR=${PV_QMP_DIR:-/run}
+
+# The QMP client (/lib/qmp.py, tools/vmtest/guest/qmp.py) runs with the
+# host's python3 in the host root.
+PV_QMP_PY=${PV_QMP_PY:-/lib/qmp.py}
+qmp_py() { chroot "$PV_HOST" python3 -c "$(cat "$PV_QMP_PY")" "$@"; }
+have_host_python() { chroot "$PV_HOST" sh -c 'command -v python3' >/dev/null 2>&1; }
+
+# l2_regs NAME: register samples of L2 NAME through its QMP socket (qmp.py
+# regs: where each vCPU is, whether it is halted, the top of its stack),
+# each line marked "regs NAME ...", or "regs-failed NAME WHY".
+l2_regs() {
+	sock=$PV_QMP_DIR/qmp-$1.sock
+	have_host_python ||
+		{ mark regs-failed "$1 no python3 on the host to talk to QMP"; return 1; }
+	out=$(qmp_py "$sock" regs 2>&1)
+	rc=$?
+	if [ "$rc" = 0 ]; then
+		echo "$out" | while IFS= read -r l; do mark regs "$1 $l"; done
+	else
+		mark regs-failed "$1 $(echo "$out" | tail -1)"
+	fi
+	return "$rc"
+}
+
+# l2_nmi NAME: an NMI to every vCPU of L2 NAME through its QMP socket, with
+# the host's python3 (or socat) in the host root; marks "nmi-injected NAME"
+# or "nmi-failed NAME WHY".
+l2_nmi() {
+	sock=$PV_QMP_DIR/qmp-$1.sock
+	if have_host_python; then
+		out=$(qmp_py "$sock" nmi 2>&1)
+	elif chroot "$PV_HOST" sh -c 'command -v socat' >/dev/null 2>&1; then
+		out=$(printf '%s\n' '{"execute":"qmp_capabilities"}' '{"execute":"inject-nmi"}' |
+			chroot "$PV_HOST" socat -t 5 - "UNIX-CONNECT:$sock" 2>&1)
+		[ "$(echo "$out" | grep -c '"return"')" -ge 2 ]
+	else
+		mark nmi-failed "$1 no python3 or socat on the host to talk to QMP"
+		return 1
+	fi
+	rc=$?
+	if [ "$rc" = 0 ]; then
+		mark nmi-injected "$1"
+	else
+		mark nmi-failed "$1 $(echo "$out" | tail -1)"
+	fi
+	return "$rc"
+}
+
+# A kernel's report of an NMI (it took one) is no sign that it runs on.
+is_nmi_report() {
+	case "$1" in
+	*"NMI received for unknown reason"* | *"Dazed and confused"* | *"strange power saving mode"* | *unknown_nmi_error* | *"NMI handler"*"took too long"*) return 0 ;;
+	esac
+	return 1
+}
+
+# l2_relay NAME SEEN: the console of L2 NAME on stdin, relayed with a
+# "[NAME] " prefix; from its first heartbeat on (a booting guest is not
+# watched), the uptime (s) of its last line, NMI reports aside, in file
+# SEEN; an L2 "hcmark LABEL": the hypercalls since the last mark.
+l2_relay() {
+	armed=
+	while IFS= read -r l; do
+		echo "[$1] $l"
+		case "$l" in "@@HB"*) armed=1 ;; esac
+		if [ -n "$armed" ] && ! is_nmi_report "$l"; then
+			read -r up _ </proc/uptime
+			echo "${up%.*}" >"$2"
+		fi
+		case "$l" in
+		*" step-begin "*) ;;
+		*"@@PV L2."*" hcmark "*) hist_stop "$1:${l##* hcmark }"; hist_start ;;
+		esac
+	done
+}
+
+# l2_watch NAME SEEN: until file SEEN.done exists, register samples (l2_regs)
+# of L2 NAME and then an NMI (l2_nmi) to it once its last line (file SEEN,
+# once it exists) is PV_NMI_AFTER seconds old, once per silence.
+l2_watch() {
+	asked=
+	while [ ! -e "$2.done" ]; do
+		sleep "$PV_WATCH_EVERY"
+		read -r last 2>/dev/null <"$2" || continue
+		[ -n "$last" ] || continue
+		read -r up _ </proc/uptime
+		if [ $((${up%.*} - last)) -lt "$PV_NMI_AFTER" ]; then
+			asked=
+		elif [ "$asked" != "$last" ]; then
+			asked=$last
+			l2_regs "$1"
+			l2_nmi "$1"
+		fi
+	done
+}
+
 # l2 TIMEOUT SPEC...: boot L2 guests, all specs at once, and wait for them.
 # SPEC is GROUP:COUNT:CPUS:MEM:CPUMODEL; $pv_l2cmd_GROUP holds the group's
 # extra kernel command line. Each guest runs /plan/L2-GROUP.sh and its
-# console lines are relayed with a "[GROUP-I] " prefix.
+# console lines are relayed with a "[GROUP-I] " prefix (l2_relay); a guest
+# that goes silent is asked why (l2_watch).
 l2() {
 	to=$1; shift
 	hostroot || { mark error "cannot mount the host root over 9p"; return 1; }
@@ -176,23 +354,29 @@ l2() {
 		cpus=${r%%:*}; r=${r#*:}
 		mem=${r%%:*}; model=${r#*:}
 		eval "cmd=\${pv_l2cmd_$g}"
+		eval "qx=\${pv_l2qemu_$g}"
 		i=1
 		while [ $i -le "$n" ]; do
+			name=$g-$i
+			seen=/tmp/pv-seen-$name
+			rm -f "$PV_HOST$PV_QMP_DIR/qmp-$name.sock" "$seen" "$seen.done"
 			(
-				timeout "$to" chroot /host qemu-system-x86_64 -accel kvm -cpu "$model" \
-					-smp "$cpus" -m "$mem" -nographic -monitor none -no-reboot \
-					-kernel "$pv_kernel" -initrd "$pv_initrd" \
-					-append "console=ttyS0 panic=-1 oops=panic quiet no-kvmapf csdlock_debug=1 pv_level=2 pv_group=$g pv_name=$g-$i $cmd" \
-					</dev/null 2>&1
-				echo "@@PV $LV l2-exit $g-$i rc=$?"
-			) | while IFS= read -r l; do
-				echo "[$g-$i] $l"
-				# An L2 "hcmark LABEL": count the hypercalls since the last mark.
-				case "$l" in
-				*" step-begin "*) ;;
-				*"@@PV L2."*" hcmark "*) hist_stop "$g-$i:${l##* hcmark }"; hist_start ;;
-				esac
-			done &
+				l2_watch "$name" "$seen" &
+				w=$!
+				(
+					# shellcheck disable=SC2086 # $qx: the group's extra QEMU arguments
+					timeout "$to" chroot /host qemu-system-x86_64 -accel kvm -cpu "$model" \
+						-smp "$cpus" -m "$mem" -nographic -monitor none -no-reboot $qx \
+						-qmp "unix:$PV_QMP_DIR/qmp-$name.sock,server=on,wait=off" \
+						-kernel "$pv_kernel" -initrd "$pv_initrd" \
+						-append "console=ttyS0 panic=-1 oops=panic quiet no-kvmapf csdlock_debug=1 pv_level=2 pv_group=$g pv_name=$name $cmd" \
+						</dev/null 2>&1
+					echo "@@PV $LV l2-exit $name rc=$?"
+				) | l2_relay "$name" "$seen"
+				: >"$seen.done"
+				kill "$w" 2>/dev/null
+				rm -f "$seen"
+			) &
 			i=$((i + 1))
 		done
 	done
@@ -201,13 +385,22 @@ l2() {
 	grep -v '^#' /sys/kernel/tracing/trace 2>/dev/null | while IFS= read -r l; do mark l2-shutdown-exit "$l"; done
 	echo 0 >"$EX/enable" 2>/dev/null
 	echo >/sys/kernel/tracing/trace 2>/dev/null
+	# The guests' own failures are theirs to report.
+	return 0
 }
 
 # hcmark LABEL (L2): L1 reports the hypercalls since the previous mark (or
 # since the guests started) under "<instance>:LABEL".
 hcmark() { mark hcmark "$1"; sleep 1; }
 
-kvmtest() { pvlock-kvmtest "$@" 2>&1 | while IFS= read -r l; do mark kvmtest "$l"; done; }
+# kvmtest ARGS...: pvlock-kvmtest, its output as "kvmtest" lines; its status.
+kvmtest() {
+	f=$(mktemp) || return 1
+	{ pvlock-kvmtest "$@" 2>&1; echo $? >"$f"; } | while IFS= read -r l; do mark kvmtest "$l"; done
+	rc=$(cat "$f")
+	rm -f "$f"
+	return "${rc:-1}"
+}
 
 # hackbench GROUPS LOOPS [TIMEOUT]: rt-tests' hackbench (process mode,
 # messages over socketpairs between GROUPS groups of 20 senders and 20
@@ -238,4 +431,72 @@ hackbench() {
 		return 1
 	fi
 	mark hackbench "groups=$g loops=$l rc=0 secs=$secs time=$t"
+}
+
+# stressng STRESSORS INSTANCES SECONDS [TIMEOUT]: stress-ng's STRESSORS
+# (comma-separated, e.g. futex,sigq,eventfd) all at once, INSTANCES of
+# each, for SECONDS, bounded by TIMEOUT seconds; the geometric mean of their
+# bogo ops/s (real time) from --metrics-brief, and each one's rate. The
+# program and its libraries come in the initramfs as extra files
+# (pvlock-bench).
+stressng() {
+	sn_list=$1; sn_n=$2; sn_secs=$3; sn_to=${4:-300}
+	sn_bin=/usr/bin/stress-ng
+	sn_head="stressors=$sn_list instances=$sn_n duration=$sn_secs"
+	[ -e "$sn_bin" ] || { mark stressng "$sn_head error=missing"; return 1; }
+	# Extra files outside bin/ arrive mode 0644; the kernel runs the ELF
+	# interpreter only if it is executable.
+	for ld in /lib64/ld-linux-x86-64.so.2; do
+		[ -f "$ld" ] && [ ! -x "$ld" ] && chmod 755 "$ld"
+	done
+	sn_args=""
+	for sn_s in $(echo "$sn_list" | tr ',' ' '); do sn_args="$sn_args --$sn_s $sn_n"; done
+	sn_t0=$(uptime_s)
+	# (In /tmp: stress-ng may make its temporary directory where it runs.)
+	# shellcheck disable=SC2086
+	sn_out=$(cd /tmp && timeout -k 10 "$sn_to" "$sn_bin" $sn_args --timeout "${sn_secs}s" --metrics-brief 2>&1)
+	sn_rc=$?
+	sn_wall=$(elapsed "$sn_t0")
+	# Stopped by the timeout: stress-ng catches SIGTERM, prints its metrics
+	# and may even exit 0, so the wall time tells.
+	if awk -v s="$sn_wall" -v t="$sn_to" 'BEGIN { exit !(s + 0.5 >= t) }'; then
+		mark stressng "$sn_head rc=$sn_rc secs=$sn_wall error=timeout"
+		return 1
+	fi
+	if [ "$sn_rc" != 0 ]; then
+		mark stressng "$sn_head rc=$sn_rc secs=$sn_wall error=[$(echo "$sn_out" | tail -2 | tr '\n' ' ')]"
+		return 1
+	fi
+	# "stress-ng: metrc: [pid] futex 53487 3.00 0.23 2.42 17817.95 20168.90":
+	# the rate is the fifth number after the name. The geometric mean by
+	# Newton's method (busybox awk has no log, exp or sqrt), of the rates
+	# over their arithmetic mean, from above.
+	sn_res=$(echo "$sn_out" | awk -v list="$sn_list" '
+		BEGIN { n = split(list, want, ","); for (i = 1; i <= n; i++) ok[want[i]] = 1 }
+		/metrc:/ { for (i = 1; i + 5 <= NF; i++) if (($i in ok) && $(i + 1) ~ /^[0-9]/) { r[$i] = $(i + 5); break } }
+		END {
+			for (i = 1; i <= n; i++) {
+				if (!(want[i] in r) || r[want[i]] + 0 <= 0) { printf "error=no-rate-%s", want[i]; exit }
+				am += r[want[i]] / n
+				rates = rates sep want[i] ":" r[want[i]]; sep = ","
+			}
+			p = 1
+			for (i = 1; i <= n; i++) p *= r[want[i]] / am
+			x = 1
+			for (it = 0; it < 200; it++) {
+				xn1 = 1
+				for (k = 1; k < n; k++) xn1 *= x
+				nx = ((n - 1) * x + p / xn1) / n
+				if (x - nx <= x * 1e-12) { x = nx; break }
+				x = nx
+			}
+			printf "ops_per_sec=%.2f rates=%s", x * am, rates
+		}')
+	case "$sn_res" in
+	error=*)
+		mark stressng "$sn_head rc=0 secs=$sn_wall $sn_res"
+		return 1
+		;;
+	esac
+	mark stressng "$sn_head rc=0 secs=$sn_wall $sn_res"
 }

@@ -119,6 +119,11 @@ pub fn base(inputs: &Inputs, cache: &Path) -> Result<PathBuf> {
         ("bin/busybox".into(), 0o755, read(&inputs.busybox)?),
         ("init".into(), 0o755, read(&init)?),
         ("lib/pvlock.sh".into(), 0o644, read(&lib)?),
+        (
+            "lib/qmp.py".into(),
+            0o644,
+            read(&inputs.guest_dir.join("qmp.py"))?,
+        ),
     ];
     let moddir = format!("lib/modules/{}/extra", inputs.kernel_release);
     for m in &inputs.modules {

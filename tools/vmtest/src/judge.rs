@@ -1,66 +1,296 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Judging a run: the checks every scenario gets, and the scenario's own
-//! `[[expect]]` checks on the result JSON.
+//! `[[expect]]` checks on the result JSON. Each failed check is a
+//! [`Failure`] that says what it is about, so that [`crate::platform`] can
+//! tell whether it follows from a platform event or is evidence of its own.
 
-use crate::result::Parsed;
+use crate::console::{Node, Parsed};
+use crate::regs;
 use crate::scenario::{Expect, Scenario};
+use crate::watchdog::STALL_SECS;
 use regex::Regex;
 use serde_json::Value;
 
+/// How an attempt ended, besides its console.
+#[derive(Debug, Clone, Default)]
+pub struct RunEnd {
+    /// The run outlived its bound and was killed.
+    pub timed_out: bool,
+    /// The kernel that went silent; the watchdog stopped the run.
+    pub stalled: Option<String>,
+    /// The console said nothing for this many seconds (the caller's bound);
+    /// the run was stopped.
+    pub console_silent: Option<u64>,
+    /// L1's QEMU exit status.
+    pub qemu_status: Option<i32>,
+    /// A kernel reported a problem, and the harness stopped the run a
+    /// while later (the attempt had failed): every kernel stopped where it
+    /// was.
+    pub problem_stop: bool,
+}
+
+impl RunEnd {
+    /// The run was cut short: every kernel stopped where it was.
+    pub fn stopped(&self) -> bool {
+        self.timed_out
+            || self.stalled.is_some()
+            || self.console_silent.is_some()
+            || self.problem_stop
+    }
+}
+
+/// What a failed check is about.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    /// The run outlived its bound.
+    RunTimeout,
+    /// The console said nothing for the caller's bound.
+    ConsoleSilent,
+    /// The kernel went silent and the watchdog stopped the run.
+    Stalled,
+    /// The kernel printed nothing at all.
+    NoOutput,
+    /// The kernel never reached its init.
+    NeverBooted,
+    /// The kernel stopped before its plan finished.
+    Unfinished,
+    /// A step timed out or ended with a non-zero status, at this point of
+    /// the console ([`Parsed::seq`]).
+    Step(Option<u64>),
+    /// A step reported an error, at this point of the console.
+    Error(Option<u64>),
+    /// A kernel problem report (BUG, Oops, WARNING, RCU stall, lockup...).
+    KernelProblem,
+    /// A locktorture run printed no summary.
+    NoSummary,
+    /// locktorture counted lock failures, or said FAILURE.
+    LocktortureFail,
+    /// The kernel was silent until an NMI ended its waits.
+    LostWakeup,
+    /// An `[[expect]]` check.
+    Expect(Vec<ExpectPart>),
+}
+
+/// One value (or missing path) that failed an `[[expect]]` check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExpectPart {
+    /// Where (the concrete path, or the pattern if nothing matched).
+    pub path: String,
+    /// The kernel the path is about (`nodes.<kernel>.`), if one.
+    pub kernel: Option<String>,
+    /// Nothing was at the path.
+    pub missing: bool,
+    /// The value shows that something went wrong (`eq`, `ne`, `lt`, `le`,
+    /// `not_matches` failed), not only that too little happened (`gt`,
+    /// `ge`, `matches`: a run cut short fails those).
+    pub evidence: bool,
+}
+
+/// A failed check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// The kernel it is about, if one.
+    pub kernel: Option<String>,
+    pub kind: Kind,
+    /// For people.
+    pub text: String,
+}
+
+impl Failure {
+    fn new(kernel: &str, kind: Kind, text: String) -> Failure {
+        Failure {
+            kernel: Some(kernel.to_string()),
+            kind,
+            text: format!("{kernel}: {text}"),
+        }
+    }
+}
+
+/// The failures' texts.
+pub fn reasons(failures: &[Failure]) -> Vec<String> {
+    failures.iter().map(|f| f.text.clone()).collect()
+}
+
+/// What an NMI probe of a silent kernel found, for people.
+pub fn describe_probe(n: &Node, by: &str) -> String {
+    let p = &n.nmi;
+    let regs = match (&n.regs_failed, n.regs.is_empty()) {
+        (_, false) => format!("; registers before the NMI: {}", regs::describe(&n.regs)),
+        (Some(why), true) => format!("; no register samples ({why})"),
+        (None, true) => String::new(),
+    };
+    if p.injected == 0 {
+        return match &p.failed {
+            Some(why) => format!("{by} could not inject an NMI ({why}){regs}"),
+            None => format!("no NMI from {by}{regs}"),
+        };
+    }
+    let answered = if p.answered.is_empty() {
+        "no CPU reported it".to_string()
+    } else {
+        format!(
+            "CPU(s) {} reported it",
+            p.answered
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        )
+    };
+    let after = if p.silent_after_last {
+        "and the kernel stayed silent"
+    } else {
+        "and the kernel ran on"
+    };
+    format!("{by} injected an NMI: {answered}, {after}{regs}")
+}
+
 /// Why a run failed; empty if it passed.
-pub fn judge(s: &Scenario, parsed: &Parsed, result: &Value, timed_out: bool) -> Vec<String> {
+pub fn judge(s: &Scenario, parsed: &Parsed, result: &Value, end: &RunEnd) -> Vec<Failure> {
     let mut why = Vec::new();
-    if timed_out {
-        why.push(format!("the run did not finish within {} s", s.timeout));
+    if let Some(secs) = end.console_silent {
+        why.push(Failure {
+            kernel: None,
+            kind: Kind::ConsoleSilent,
+            text: format!("no console output for {secs} s (stalled); stopped"),
+        });
+    }
+    if end.timed_out {
+        why.push(Failure {
+            kernel: None,
+            kind: Kind::RunTimeout,
+            text: format!("the run did not finish within {} s", s.timeout),
+        });
+    }
+    if let Some(name) = &end.stalled {
+        let probe = parsed
+            .nodes
+            .get(name)
+            .map(|n| {
+                let by = if name == "l1" { "the harness" } else { "L1" };
+                let code = if n.state.project_code {
+                    if name == "l1" {
+                        "; host_kvm was loaded"
+                    } else {
+                        "; guest_pvlock was loaded"
+                    }
+                } else {
+                    ""
+                };
+                format!("; {}{code}", describe_probe(n, by))
+            })
+            .unwrap_or_default();
+        why.push(Failure::new(
+            name,
+            Kind::Stalled,
+            format!("silent for {STALL_SECS} s (no line, heartbeat included){probe}; stopped"),
+        ));
     }
     let mut expected = vec!["l1".to_string()];
     expected.extend(s.l2_instances());
     for name in &expected {
         let Some(n) = parsed.nodes.get(name) else {
-            why.push(format!("{name}: no output at all"));
+            why.push(Failure::new(
+                name,
+                Kind::NoOutput,
+                "no output at all".into(),
+            ));
             continue;
         };
         if !n.booted {
-            why.push(format!("{name}: never reached its init{}", problem_hint(n)));
+            why.push(Failure::new(
+                name,
+                Kind::NeverBooted,
+                format!("never reached its init{}", problem_hint(n)),
+            ));
         } else if !n.done {
-            why.push(format!(
-                "{name}: stopped before its plan finished{}",
-                problem_hint(n)
+            why.push(Failure::new(
+                name,
+                Kind::Unfinished,
+                format!("stopped before its plan finished{}", problem_hint(n)),
+            ));
+        }
+        if let Some(line) = &n.nmi.resumed {
+            why.push(Failure::new(
+                name,
+                Kind::LostWakeup,
+                format!(
+                    "silent until an NMI ended its waits: a lost wake-up (then: {})",
+                    line.trim()
+                ),
             ));
         }
         for st in &n.steps {
+            let func = st.call.split_whitespace().next().unwrap_or("");
             if st.timed_out {
-                let func = st.call.split_whitespace().next().unwrap_or("");
-                why.push(format!("{name}: step {} ({func}) timed out", st.id));
+                why.push(Failure::new(
+                    name,
+                    Kind::Step(st.end_seq),
+                    format!("step {} ({func}) timed out", st.id),
+                ));
+            } else if let Some(rc) = st.rc.filter(|&rc| rc != 0) {
+                let may_fail = s.step(name, &st.id).is_some_and(|d| d.may_fail);
+                if !may_fail {
+                    why.push(Failure::new(
+                        name,
+                        Kind::Step(st.end_seq),
+                        format!("step {} ({func}) failed with status {rc}", st.id),
+                    ));
+                }
             }
         }
-        for e in &n.errors {
-            why.push(format!("{name}: {e}"));
+        for (i, e) in n.errors.iter().enumerate() {
+            why.push(Failure::new(
+                name,
+                Kind::Error(n.error_seqs.get(i).copied()),
+                e.clone(),
+            ));
         }
         if !s.allow_kernel_problems {
             if let Some(p) = n.problems.first() {
-                why.push(format!("{name}: kernel problem: {}", p.trim()));
+                why.push(Failure::new(
+                    name,
+                    Kind::KernelProblem,
+                    format!("kernel problem: {}", p.trim()),
+                ));
             }
         }
         for lt in &n.locktorture {
             if lt.total.is_none() || lt.verdict.is_none() {
-                why.push(format!(
-                    "{name}: locktorture {} printed no summary",
-                    lt.kind
+                why.push(Failure::new(
+                    name,
+                    Kind::NoSummary,
+                    format!("locktorture {} printed no summary", lt.kind),
+                ));
+            }
+            if lt.fail.is_some_and(|f| f > 0) || lt.verdict.as_deref() == Some("FAILURE") {
+                why.push(Failure::new(
+                    name,
+                    Kind::LocktortureFail,
+                    format!(
+                        "locktorture {} failed: Fail: {}, {}",
+                        lt.kind,
+                        lt.fail.map(|f| f.to_string()).unwrap_or_else(|| "?".into()),
+                        lt.verdict.as_deref().unwrap_or("no verdict")
+                    ),
                 ));
             }
         }
     }
     for e in &s.expect {
-        if let Err(msg) = check(e, result) {
-            why.push(format!("expect '{}': {msg}", e.name));
+        if let Err((msg, parts)) = check_parts(e, result) {
+            why.push(Failure {
+                kernel: None,
+                kind: Kind::Expect(parts),
+                text: format!("expect '{}': {msg}", e.name),
+            });
         }
     }
     why
 }
 
-fn problem_hint(n: &crate::result::Node) -> String {
+fn problem_hint(n: &Node) -> String {
     match n
         .problems
         .iter()
@@ -71,6 +301,16 @@ fn problem_hint(n: &crate::result::Node) -> String {
             Some(p) => format!(" ({})", p.trim()),
             None => String::new(),
         },
+    }
+}
+
+/// The kernel a result path is about: `nodes.<kernel>....`, unless the
+/// segment is a glob.
+fn path_kernel(path: &str) -> Option<String> {
+    let mut it = path.split('.');
+    match (it.next(), it.next()) {
+        (Some("nodes"), Some(k)) if !k.contains('*') => Some(k.to_string()),
+        _ => None,
     }
 }
 
@@ -152,24 +392,31 @@ fn strings(v: &Value) -> Vec<String> {
     }
 }
 
-fn check_one(e: &Expect, v: &Value) -> Result<(), String> {
+/// One value against a check: why it fails, and whether that is evidence
+/// that something went wrong (see [`ExpectPart::evidence`]).
+fn check_one(e: &Expect, v: &Value) -> Result<(), (String, bool)> {
     let show = || v.to_string();
+    // No value (a step that never ran reports null): too little happened,
+    // which a run cut short explains; not a value that shows a problem.
+    if v.is_null() && e.eq.as_ref().is_none_or(|w| !w.is_null()) {
+        return Err(("no value (null)".into(), false));
+    }
     if let Some(want) = &e.eq {
         let same = v == want || matches!((num(v), num(want)), (Some(a), Some(b)) if a == b);
         if !same {
-            return Err(format!("{} != {}", show(), want));
+            return Err((format!("{} != {}", show(), want), true));
         }
     }
     if let Some(want) = &e.ne {
         if v == want {
-            return Err(format!("{} == {}", show(), want));
+            return Err((format!("{} == {}", show(), want), true));
         }
     }
     let bounds = [(e.gt, ">"), (e.ge, ">="), (e.lt, "<"), (e.le, "<=")];
     for (bound, op) in bounds {
         if let Some(b) = bound {
             let Some(x) = num(v) else {
-                return Err(format!("{} is not a number", show()));
+                return Err((format!("{} is not a number", show()), true));
             };
             let ok = match op {
                 ">" => x > b,
@@ -178,22 +425,22 @@ fn check_one(e: &Expect, v: &Value) -> Result<(), String> {
                 _ => x <= b,
             };
             if !ok {
-                return Err(format!("{x} is not {op} {b}"));
+                return Err((format!("{x} is not {op} {b}"), op.starts_with('<')));
             }
         }
     }
     if let Some(r) = &e.matches {
-        let re = Regex::new(r).map_err(|e| e.to_string())?;
+        let re = Regex::new(r).map_err(|e| (e.to_string(), true))?;
         if !strings(v).iter().any(|s| re.is_match(s)) {
             let mut shown = show();
             shown.truncate(200);
-            return Err(format!("nothing matches /{r}/ in {shown}"));
+            return Err((format!("nothing matches /{r}/ in {shown}"), false));
         }
     }
     if let Some(r) = &e.not_matches {
-        let re = Regex::new(r).map_err(|e| e.to_string())?;
+        let re = Regex::new(r).map_err(|e| (e.to_string(), true))?;
         if let Some(s) = strings(v).iter().find(|s| re.is_match(s)) {
-            return Err(format!("/{r}/ matches '{s}'"));
+            return Err((format!("/{r}/ matches '{s}'"), true));
         }
     }
     Ok(())
@@ -201,26 +448,48 @@ fn check_one(e: &Expect, v: &Value) -> Result<(), String> {
 
 /// One `[[expect]]` check.
 pub fn check(e: &Expect, result: &Value) -> Result<(), String> {
+    check_parts(e, result).map_err(|(msg, _)| msg)
+}
+
+/// One `[[expect]]` check, with what failed.
+fn check_parts(e: &Expect, result: &Value) -> Result<(), (String, Vec<ExpectPart>)> {
     let found = select(result, &e.path);
     if found.is_empty() {
         return if e.allow_missing {
             Ok(())
         } else {
-            Err(format!("nothing at {}", e.path))
+            Err((
+                format!("nothing at {}", e.path),
+                vec![ExpectPart {
+                    path: e.path.clone(),
+                    kernel: path_kernel(&e.path),
+                    missing: true,
+                    evidence: false,
+                }],
+            ))
         };
     }
     let mut fails = Vec::new();
+    let mut parts = Vec::new();
     for (p, v) in &found {
         match check_one(e, v) {
             Ok(()) if e.any => return Ok(()),
             Ok(()) => {}
-            Err(m) => fails.push(format!("{p}: {m}")),
+            Err((m, evidence)) => {
+                fails.push(format!("{p}: {m}"));
+                parts.push(ExpectPart {
+                    path: p.clone(),
+                    kernel: path_kernel(p),
+                    missing: false,
+                    evidence,
+                });
+            }
         }
     }
     if fails.is_empty() {
         Ok(())
     } else {
-        Err(fails.join("; "))
+        Err((fails.join("; "), parts))
     }
 }
 

@@ -3,8 +3,17 @@
 //! vmtest: the pvlock VM test harness, as a library for the `vmtest` and
 //! `pvlock-bench` programs.
 
+pub mod console;
 pub mod initramfs;
 pub mod judge;
-pub mod result;
+pub mod platform;
+pub mod qmp;
+pub mod rate;
+pub mod regs;
+pub mod retry;
 pub mod run;
 pub mod scenario;
+pub mod watchdog;
+
+#[cfg(test)]
+mod guest_tests;

@@ -8,22 +8,30 @@
 //! the guests); QEMU dies with the harness (Ctrl-C included); each run
 //! leaves `<out>/<scenario>.json` and the console logs. A run that failed
 //! the way nested TCG sometimes fails (a guest that vanishes without a
-//! kernel message, a stalled guest timer) is retried, visibly, as many
-//! times as the scenario allows; after three in a row it is deferred to a
-//! later round, after the other scenarios, as such failures come in spells.
+//! kernel message, a vCPU that answers no NMI), and only that way, is
+//! retried, visibly, as many times as the scenario allows (at most 3);
+//! after three in a row it is deferred to a later round, after the other
+//! scenarios, as such failures come in spells. `vmtest rate` measures
+//! failure rates instead: a scenario and its control, N runs each, no
+//! retries.
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
+use pvlock_common::cli;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::atomic::Ordering;
+use vmtest::platform::Signature;
+use vmtest::rate::Tally;
+use vmtest::retry;
 use vmtest::run::{self, Config, INTERRUPTED};
-use vmtest::scenario::Scenario;
+use vmtest::scenario::{Scenario, MAX_RETRIES};
 
 #[derive(Parser)]
 #[command(
     version,
     about = "Boot pvlock kernels under QEMU (L1 KVM host, L2 KVM guests) and run test scenarios",
-    after_help = "Examples:\n  vmtest --kdir ~/.cache/pvlock/linux-7.3.4-1~bpo13+1 run --fast\n  vmtest --kdir $KDIR run upstream-pv pvlock-kick --console\n  vmtest list\n  vmtest plan upstream-pv"
+    after_help = "Examples:\n  vmtest --kdir ~/.cache/pvlock/linux-7.3.4-1~bpo13+1 run --fast\n  vmtest --kdir $KDIR run upstream-pv pvlock-kick --console\n  vmtest --kdir $KDIR rate pvlock-loadloop --control tests/platform/textpoke-native.toml -n 10\n  vmtest list\n  vmtest plan upstream-pv"
 )]
 struct Cli {
     /// The built kernel tree (make print-kdir).
@@ -41,6 +49,11 @@ struct Cli {
     /// Cache of initramfs images.
     #[arg(long, global = true)]
     cache: Option<PathBuf>,
+    /// Where guest_pvlock/ and host_kvm/ with their .ko files are, if not in
+    /// the repository (make modules CONFIG=distro puts them in
+    /// build/modules-distro).
+    #[arg(long, global = true)]
+    modules: Option<PathBuf>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -56,7 +69,8 @@ enum Cmd {
         /// Every scenario.
         #[arg(long)]
         all: bool,
-        /// Retries after platform failures (default: each scenario's own).
+        /// Retries after platform failures (default: each scenario's own,
+        /// at most 3).
         #[arg(long)]
         retries: Option<u32>,
         /// No retry starts once this many minutes have passed since the
@@ -81,6 +95,38 @@ enum Cmd {
         /// Extra file for the initramfs, HOST_PATH:IMAGE_PATH.
         #[arg(long = "extra")]
         extra: Vec<String>,
+    },
+    /// Failure rates: run SCENARIO and CONTROL N times each, alternating
+    /// (scenario, control, scenario, ...), with no retries; print and save
+    /// (<out>/rate-<scenario>-vs-<control>.json) the attempts, passes,
+    /// failures by verdict (real, or each platform signature) and the
+    /// failure rate with its 95% Wilson score interval.
+    Rate {
+        scenario: String,
+        /// The control: the same load without the code under test (e.g.
+        /// tests/platform/textpoke-native.toml).
+        #[arg(long)]
+        control: String,
+        /// Runs of each.
+        #[arg(short = 'n', long = "runs", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+        n: u32,
+        /// Echo the whole console instead of a progress line.
+        #[arg(long)]
+        console: bool,
+        /// QEMU binary.
+        #[arg(long, default_value = "qemu-system-x86_64")]
+        qemu: String,
+        /// Extra file for the initramfs, HOST_PATH:IMAGE_PATH.
+        #[arg(long = "extra")]
+        extra: Vec<String>,
+    },
+    /// Judge a console log again (`build/vmtest/<scenario>/console-N.log`)
+    /// with the harness's current rules: the failures, the platform
+    /// events, and what no event explains. Arrival times are not in the
+    /// log: rules that compare them across kernels see every line at 0.
+    Judge {
+        scenario: String,
+        console_log: PathBuf,
     },
     /// List the scenarios.
     List,
@@ -131,7 +177,21 @@ fn report_one(s: &Scenario, r: &run::Report, summary: bool) {
         } else {
             String::new()
         };
-        eprintln!("PASS {} in {:.0} s{note}", s.name, r.wall_secs);
+        let retried = &r.attempts[..r.attempts.len().saturating_sub(1)];
+        let after = if retried.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " after {} platform retries ({})",
+                retried.len(),
+                retried
+                    .iter()
+                    .map(|a| a.platform_signatures.join("+"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        };
+        eprintln!("PASS {}{after} in {:.0} s{note}", s.name, r.wall_secs);
     } else {
         eprintln!("FAIL {} in {:.0} s:", s.name, r.wall_secs);
         if r.reasons.is_empty() {
@@ -151,6 +211,22 @@ fn report_one(s: &Scenario, r: &run::Report, summary: bool) {
         }
         if let Some(a) = r.attempts.last() {
             eprintln!("  console: {}", a.console_log.display());
+        }
+    }
+    if r.attempts.len() > 1 || s.expect_failure.is_some() {
+        for a in &r.attempts {
+            let what = match (&a.platform_failure, a.reasons.first()) {
+                (Some(why), _) => format!(": {why}"),
+                (None, Some(first)) => format!(": {first}"),
+                (None, None) => String::new(),
+            };
+            eprintln!("  attempt {} {}{what}", a.attempt, a.verdict());
+            if !a.overruled.is_empty() {
+                eprintln!(
+                    "    (not the platform's though it saw {}: other failures came with it)",
+                    a.overruled.join("; ")
+                );
+            }
         }
     }
     if summary {
@@ -218,11 +294,131 @@ fn print_summary(r: &run::Report) {
     }
 }
 
-fn main() {
-    if let Err(e) = real_main() {
-        eprintln!("vmtest: error: {e:#}");
-        std::process::exit(1);
+/// The platform signatures of a run's attempts: per signature, the
+/// attempts it made the platform's, and those it did not (failures of
+/// their own came with it).
+fn signature_table(reports: &[run::Report]) {
+    let mut rows = Vec::new();
+    for sig in Signature::ALL {
+        let name = sig.name();
+        let count = |f: fn(&run::Attempt) -> &Vec<String>| {
+            reports
+                .iter()
+                .flat_map(|r| &r.attempts)
+                .filter(|a| f(a).iter().any(|s| s == name))
+                .count()
+        };
+        let (platform, overruled) = (
+            count(|a| &a.platform_signatures),
+            count(|a| &a.overruled_signatures),
+        );
+        if platform + overruled > 0 {
+            rows.push((name, platform, overruled));
+        }
     }
+    if rows.is_empty() {
+        eprintln!("\nno platform signature fired");
+        return;
+    }
+    eprintln!(
+        "\n{:<24} {:>9} {:>10}",
+        "platform signature", "platform", "overruled"
+    );
+    for (name, platform, overruled) in rows {
+        eprintln!("{name:<24} {platform:>9} {overruled:>10}");
+    }
+}
+
+/// The initramfs copies of a run directory are large and can be made
+/// again.
+fn remove_initrds(dir: &Path) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            remove_initrds(&p);
+        } else if e.file_name().to_string_lossy().starts_with("initrd-") {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// `vmtest rate`: `s` and `control`, `n` runs each, alternating, no
+/// retries.
+fn rate(cfg: &Config, s: &Scenario, control: &Scenario, n: u32) -> Result<()> {
+    let name = format!("rate-{}-vs-{}", s.name, control.name);
+    let dir = cfg.out.join(&name);
+    let json = cfg.out.join(format!("{name}.json"));
+    let mut tallies = [Tally::new(&s.name), Tally::new(&control.name)];
+    let save = |t: &[Tally; 2], done: bool| -> Result<()> {
+        let v = serde_json::json!({
+            "scenario": t[0],
+            "control": t[1],
+            "runs_each": n,
+            "complete": done,
+        });
+        std::fs::write(&json, serde_json::to_string_pretty(&v)?)
+            .with_context(|| format!("cannot write {}", json.display()))
+    };
+    for i in 1..=n {
+        for (k, sc) in [s, control].into_iter().enumerate() {
+            eprintln!("=== {} run {i} of {n}: {}", sc.name, sc.description);
+            let one = Config {
+                out: dir.join(format!("{}-{i}", sc.name)),
+                retries: Some(0),
+                retry_deadline: None,
+                attempts_per_round: None,
+                ..cfg.clone()
+            };
+            std::fs::create_dir_all(&one.out)?;
+            let r = run::run(&one, sc, Vec::new());
+            remove_initrds(&one.out);
+            let r = match r {
+                Ok(r) => r,
+                Err(e) => {
+                    save(&tallies, false)?;
+                    return Err(e);
+                }
+            };
+            tallies[k].add(&r);
+            if let Some(a) = r.attempts.last() {
+                eprintln!(
+                    "RATE {} run {i}: {}{}",
+                    sc.name,
+                    if r.passed { "pass".into() } else { a.verdict() },
+                    a.reasons
+                        .first()
+                        .map(|w| format!(": {w}"))
+                        .unwrap_or_default()
+                );
+            }
+            save(&tallies, false)?;
+        }
+    }
+    save(&tallies, true)?;
+    eprintln!();
+    for t in &tallies {
+        eprintln!("{}", t.line());
+    }
+    eprintln!("saved in {}", json.display());
+    Ok(())
+}
+
+fn extra_files(extra: &[String]) -> Result<Vec<(PathBuf, String)>> {
+    extra
+        .iter()
+        .map(|e| {
+            e.split_once(':')
+                .map(|(h, g)| (PathBuf::from(h), g.to_string()))
+                .context("--extra wants HOST_PATH:IMAGE_PATH")
+        })
+        .collect()
+}
+
+fn main() -> ExitCode {
+    cli::exit_status("vmtest: error", real_main().map(|()| ExitCode::SUCCESS))
 }
 
 fn real_main() -> Result<()> {
@@ -240,12 +436,56 @@ fn real_main() -> Result<()> {
             }
             Ok(())
         }
+        Cmd::Judge {
+            scenario,
+            console_log,
+        } => {
+            let s = find(&repo, &scenario)?;
+            let kdir = cli.kdir.clone().unwrap_or_else(|| repo.join("."));
+            print!("{}", run::rejudge(&s, &console_log, &kdir)?);
+            Ok(())
+        }
         Cmd::Plan { scenario } => {
             let s = find(&repo, &scenario)?;
             for (path, text) in s.plans() {
                 println!("### {path}\n{text}");
             }
             Ok(())
+        }
+        Cmd::Rate {
+            scenario,
+            control,
+            n,
+            console,
+            qemu,
+            extra,
+        } => {
+            let s = find(&repo, &scenario)?;
+            let c = find(&repo, &control)?;
+            let kdir = cli.kdir.context(
+                "--kdir (or KDIR) must name the built kernel tree; 'make print-kdir' prints it",
+            )?;
+            let cfg = Config {
+                kdir,
+                tools_bin: cli
+                    .tools_bin
+                    .unwrap_or_else(|| Config::default_tools_bin(&repo)),
+                repo,
+                cache: cli.cache.unwrap_or_else(Config::default_cache),
+                out: cli.out,
+                qemu,
+                retries: Some(0),
+                retry_deadline: None,
+                attempts_per_round: None,
+                console,
+                console_silence: None,
+                extra: extra_files(&extra)?,
+                modules: cli.modules.clone(),
+            };
+            std::fs::create_dir_all(&cfg.out)?;
+            ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed))
+                .context("cannot install the Ctrl-C handler")?;
+            rate(&cfg, &s, &c, n)
         }
         Cmd::Run {
             scenarios,
@@ -272,26 +512,19 @@ fn real_main() -> Result<()> {
             let kdir = cli.kdir.context(
                 "--kdir (or KDIR) must name the built kernel tree; 'make print-kdir' prints it",
             )?;
-            let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
-            let cache = cli.cache.unwrap_or_else(|| {
-                std::env::var("PVLOCK_CACHE")
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|_| PathBuf::from(home).join(".cache/pvlock"))
-                    .join("vmtest")
-            });
-            let extra = extra
-                .iter()
-                .map(|e| {
-                    e.split_once(':')
-                        .map(|(h, g)| (PathBuf::from(h), g.to_string()))
-                        .context("--extra wants HOST_PATH:IMAGE_PATH")
-                })
-                .collect::<Result<Vec<_>>>()?;
+            let cache = cli.cache.unwrap_or_else(Config::default_cache);
+            let extra = extra_files(&extra)?;
+            if retries.is_some_and(|r| r > MAX_RETRIES) {
+                eprintln!(
+                    "vmtest: note: --retries {} is more than the scenarios' most ({MAX_RETRIES}): a retry can hide a failure",
+                    retries.unwrap_or(0)
+                );
+            }
             let cfg = Config {
                 kdir,
                 tools_bin: cli
                     .tools_bin
-                    .unwrap_or_else(|| repo.join("tools/target/x86_64-unknown-linux-gnu/release")),
+                    .unwrap_or_else(|| Config::default_tools_bin(&repo)),
                 repo,
                 cache,
                 out: cli.out,
@@ -302,7 +535,9 @@ fn real_main() -> Result<()> {
                 ),
                 attempts_per_round: Some(attempts_per_round),
                 console,
+                console_silence: None,
                 extra,
+                modules: cli.modules.clone(),
             };
             std::fs::create_dir_all(&cfg.out)?;
             ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed))
@@ -311,7 +546,7 @@ fn real_main() -> Result<()> {
             // platform reasons after its attempts in a row is deferred to
             // the next round, after the others, until it passes, fails for
             // a reason of its own, or its retries or the budget run out.
-            let reports = run::rounds(
+            let reports = retry::rounds(
                 list.len(),
                 |i, earlier| {
                     let s = &list[i];
@@ -352,6 +587,7 @@ fn real_main() -> Result<()> {
                     if *ok { "PASS" } else { "FAIL" }
                 );
             }
+            signature_table(&reports);
             if !failed.is_empty() {
                 bail!(
                     "{} of {} scenarios failed: {}",

@@ -1,23 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Running one scenario: the initramfs, QEMU for L1 (which boots L2 itself),
-//! the console, the bounds, the retries and the verdict.
+//! its console (logged, parsed into [`crate::console::Parsed`] and watched by
+//! [`crate::watchdog`], which has a silent L1 asked why through QMP), the
+//! bounds, and the attempts until a verdict: each judged by
+//! [`crate::judge`], told a platform failure by [`crate::platform`],
+//! retried or deferred as [`crate::retry`] says.
 
+use crate::console::{split_origin, Parsed};
 use crate::initramfs;
-use crate::judge::judge;
-use crate::result::{describe_shutdown, split_origin, Parsed};
+use crate::judge::{judge, reasons, RunEnd};
+use crate::platform::judge_platform;
+use crate::qmp;
+use crate::regs::Symbols;
+use crate::retry::{Next, Policy};
 use crate::scenario::Scenario;
+use crate::watchdog::{Stall, Watchdog, NMI_GRACE_SECS, STALL_SECS};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use pvlock_common::fmt::fmt_mmss;
 use serde::Serialize;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// Set by the Ctrl-C handler.
@@ -37,7 +46,8 @@ pub struct Config {
     /// Results and console logs.
     pub out: PathBuf,
     pub qemu: String,
-    /// Overrides the scenarios' retry counts.
+    /// Overrides the scenarios' retry counts (which are at most
+    /// [`crate::scenario::MAX_RETRIES`]).
     pub retries: Option<u32>,
     /// No retry starts after this instant.
     pub retry_deadline: Option<Instant>,
@@ -46,18 +56,51 @@ pub struct Config {
     pub attempts_per_round: Option<u32>,
     /// Echo the console.
     pub console: bool,
+    /// Stop a run whose console says nothing but heartbeats for this many
+    /// seconds (besides the watchdog's own bound on each kernel, see
+    /// [`crate::watchdog`]); `None`: no such bound.
+    pub console_silence: Option<u64>,
     /// Further files for the initramfs.
     pub extra: Vec<(PathBuf, String)>,
+    /// Where `guest_pvlock/guest_pvlock.ko` and `host_kvm/host_kvm.ko`
+    /// are, if not in the repository (modules built for another kernel
+    /// tree, `make modules CONFIG=distro`).
+    pub modules: Option<PathBuf>,
 }
 
 /// The outcome of one attempt.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Attempt {
     pub attempt: u32,
     pub reasons: Vec<String>,
+    /// The attempt failed for the platform: its events (every failure
+    /// follows from them).
     pub platform_failure: Option<String>,
+    /// The signatures of those events ([`crate::platform::Signature`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub platform_signatures: Vec<String>,
+    /// Platform events of a failed attempt that is not the platform's:
+    /// failures that no event explains came with them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overruled: Vec<String>,
+    /// Their signatures.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overruled_signatures: Vec<String>,
     pub wall_secs: f64,
     pub console_log: PathBuf,
+}
+
+impl Attempt {
+    /// `pass`, `real` or `platform (<signatures>)`.
+    pub fn verdict(&self) -> String {
+        if self.reasons.is_empty() {
+            "pass".into()
+        } else if self.platform_failure.is_some() {
+            format!("platform ({})", self.platform_signatures.join("; "))
+        } else {
+            "real".into()
+        }
+    }
 }
 
 /// The outcome of a scenario.
@@ -77,32 +120,70 @@ pub struct Report {
     /// the other scenarios, so that a bad spell of the machine does not
     /// use up every retry at once.
     pub deferred: bool,
+    /// The last attempt was stopped because its console said nothing for
+    /// this many seconds ([`Config::console_silence`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub console_silent: Option<u64>,
     #[serde(skip)]
     pub tails: Vec<(String, Vec<String>)>,
 }
 
+/// The release of the built kernel tree `kdir`.
+pub fn kernel_release(kdir: &Path) -> Result<String> {
+    let path = kdir.join("include/config/kernel.release");
+    let text = std::fs::read_to_string(path).with_context(|| {
+        format!(
+            "{} is not a built kernel tree (run 'make kernel')",
+            kdir.display()
+        )
+    })?;
+    Ok(text.trim().to_string())
+}
+
 impl Config {
+    /// Where the static tools are when `--tools-bin` does not say:
+    /// `tools/`'s static release build in `repo`.
+    pub fn default_tools_bin(repo: &Path) -> PathBuf {
+        repo.join("tools/target/x86_64-unknown-linux-gnu/release")
+    }
+
+    /// The cache of initramfs images when `--cache` does not say:
+    /// `$PVLOCK_CACHE/vmtest`, or `~/.cache/pvlock/vmtest`.
+    pub fn default_cache() -> PathBuf {
+        let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+        std::env::var("PVLOCK_CACHE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|_| PathBuf::from(home).join(".cache/pvlock"))
+            .join("vmtest")
+    }
+
     pub fn bzimage(&self) -> PathBuf {
         self.kdir.join("arch/x86/boot/bzImage")
     }
 
     fn inputs(&self) -> Result<initramfs::Inputs> {
-        let release = std::fs::read_to_string(self.kdir.join("include/config/kernel.release"))
-            .with_context(|| {
-                format!(
-                    "{} is not a built kernel tree (run 'make kernel')",
-                    self.kdir.display()
-                )
-            })?
-            .trim()
-            .to_string();
+        let release = kernel_release(&self.kdir)?;
+        let ours = self.modules.as_ref().unwrap_or(&self.repo);
         let mut modules = vec![
-            self.repo.join("guest_pvlock/guest_pvlock.ko"),
-            self.repo.join("host_kvm/host_kvm.ko"),
+            ours.join("guest_pvlock/guest_pvlock.ko"),
+            ours.join("host_kvm/host_kvm.ko"),
             self.kdir.join("kernel/locking/locktorture.ko"),
             self.kdir.join("kernel/torture.ko"),
         ];
-        modules.retain(|m| m.exists() || !m.starts_with(&self.repo));
+        modules.retain(|m| m.exists() || !m.starts_with(ours));
+        // A kernel with KVM built as modules (a distribution's): L1's plan
+        // loads them (irqbypass, kvm, kvm-amd) before host_kvm.
+        for m in [
+            "virt/lib/irqbypass.ko",
+            "arch/x86/kvm/kvm.ko",
+            "arch/x86/kvm/kvm-amd.ko",
+            "arch/x86/kvm/kvm-intel.ko",
+        ] {
+            let path = self.kdir.join(m);
+            if path.exists() {
+                modules.push(path);
+            }
+        }
         for m in &modules {
             if !m.exists() {
                 bail!(
@@ -129,8 +210,28 @@ impl Config {
     }
 }
 
-fn fmt_secs(s: f64) -> String {
-    format!("{:02}:{:02}", (s as u64) / 60, (s as u64) % 60)
+/// Register samples of L1 ([`qmp::registers`]) into the log and the
+/// parse, as `@@PV L0.vmtest regs l1 ...` lines: before the harness asks a
+/// silent L1 by NMI, and before it stops an attempt that it will not let
+/// run to its end, so that a stuck L1 says where it is stuck.
+fn sample_l1(
+    log: &mut std::fs::File,
+    parsed: &mut Parsed,
+    cfg: &Config,
+    sock: &Path,
+) -> Result<()> {
+    let lines = match qmp::registers(&cfg.repo.join(qmp::SCRIPT), sock) {
+        Ok(lines) => lines
+            .iter()
+            .map(|l| format!("@@PV L0.vmtest regs l1 {l}"))
+            .collect(),
+        Err(e) => vec![format!("@@PV L0.vmtest regs-failed l1 {e:#}")],
+    };
+    for line in lines {
+        writeln!(log, "{line}")?;
+        parsed.line(&line);
+    }
+    Ok(())
 }
 
 /// A console line, with the node it came from, or QEMU's stderr.
@@ -208,235 +309,26 @@ fn activity(p: &Parsed) -> String {
     }
 }
 
-/// Seconds without a line from a kernel whose heartbeat runs after which it
-/// counts as stalled. The heartbeat comes every 5 s (`guest/init`).
-pub const STALL_SECS: u64 = 90;
-
-/// A kernel's heartbeat line (L2s' relayed by L1 with their prefix); never
-/// logged or parsed.
-const HEARTBEAT: &str = "@@HB";
-
-/// Page faults that recurse in the exception entry itself until the stack
-/// runs out (`stack guard page was hit`, `#DF` or task stack, with the
-/// faulting RIP in the entry code): the entry code is fixed, the TLB under
-/// it is nested TCG's. Seen in L1 and in L2s with and without pvlock, with
-/// no project code on the stack.
-fn entry_fault_recursion<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) -> bool {
-    lines
-        .clone()
-        .any(|l| l.contains("stack guard page was hit"))
-        && lines.any(|l| {
-            [
-                "RIP: 0010:exc_page_fault",
-                "RIP: 0010:irqentry_enter",
-                "RIP: 0010:error_entry",
-            ]
-            .iter()
-            .any(|r| l.contains(r))
-        })
-}
-
-/// An `int3` trap at an address whose byte in memory is not `int3`
-/// (`0xcc`): the `Code:` dump of the oops shows the instruction bytes around
-/// RIP, and the byte before the marked one is the one that trapped. The
-/// kernel's text patching (static calls, static keys) writes `int3` first
-/// and the final byte last, then serialises every CPU with an IPI before it
-/// drops its `int3` handler's record; on an x86 CPU no CPU can execute the
-/// old `int3` after that. Nested TCG does: it runs a stale translation of
-/// the patched code. Seen with the kernel's own tracepoint patching in L2s
-/// without pvlock (tests/platform/textpoke-native.toml).
-fn stale_int3<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) -> bool {
-    let stale = |l: &&String| {
-        let Some((_, code)) = l.split_once("Code: ") else {
-            return false;
-        };
-        let bytes: Vec<&str> = code.split_whitespace().collect();
-        bytes
-            .iter()
-            .position(|b| b.starts_with('<'))
-            .and_then(|i| i.checked_sub(1))
-            .is_some_and(|i| bytes[i].len() == 2 && bytes[i] != "cc")
-    };
-    lines.clone().any(|l| l.contains("Oops: int3")) && lines.any(|l| stale(&l))
-}
-
-/// A jump to address 0 taken from the idle loop's halt (the interrupted
-/// context is `default_idle`/`do_idle`, nothing of the project's on the
-/// stack): seen in L1 and L2 at once under nested TCG.
-fn idle_jump_to_zero<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) -> bool {
-    let project = |l: &&String| {
-        !l.contains("Modules linked in") && (l.contains("pvlock") || l.contains("host_kvm"))
-    };
-    lines.clone().any(|l| l.contains("RIP: 0010:0x0"))
-        && lines.clone().any(|l| l.contains("do_idle"))
-        && !lines.any(|l| project(&l))
-}
-
-/// An RCU stall in which a vCPU answered no NMI: an NMI reaches a vCPU
-/// whatever the guest runs on it (halted, spinning, interrupts off), unless
-/// it is already inside an NMI handler: an NMI ends a `HLT` whatever the
-/// guest waits for, a lost kick included. So L1 did not run that vCPU.
-/// Seen in L2s without any project code (an idle vCPU that an IPI never
-/// woke) as with it. A stall whose CPUs all answered shows their stacks and
-/// stays a failure, as does any oops, warning or lockup report.
-fn vcpu_stopped_running(n: &crate::result::Node) -> bool {
-    const REAL: [&str; 7] = [
-        "BUG:",
-        "Oops",
-        "WARNING:",
-        "Kernel panic",
-        "general protection",
-        "soft lockup",
-        "hard LOCKUP",
-    ];
-    !n.nmi_silent.is_empty()
-        && n.problems.iter().any(|l| l.contains("rcu: INFO"))
-        && !n
-            .problems
-            .iter()
-            .any(|l| REAL.iter().any(|k| l.contains(k)))
-}
-
-/// The crashes of a kernel (L1 or an L2) that only nested TCG causes,
-/// judged from its last console lines and problem reports.
-fn crash_signature(name: &str, n: &crate::result::Node) -> Option<String> {
-    let lines = || n.tail.iter().chain(&n.problems);
-    if entry_fault_recursion(lines()) {
-        return Some(format!(
-            "{name}: page faults recursed in the exception entry (nested TCG)"
-        ));
-    }
-    if idle_jump_to_zero(lines()) {
-        return Some(format!(
-            "{name}: a jump to 0 out of the idle loop (nested TCG)"
-        ));
-    }
-    if stale_int3(lines()) {
-        return Some(format!(
-            "{name}: an int3 trapped where memory holds no int3 (stale code after text patching; nested TCG)"
-        ));
-    }
-    // A 64-bit kernel never runs with code segment 0: a register state
-    // zeroed under it (seen only under nested TCG, with no pvlock code
-    // involved).
-    if lines().any(|l| l.contains("RIP: 0000:0x0")) {
-        return Some(format!(
-            "{name}: a vCPU's register state was zeroed (CS=0, RIP=0; nested TCG)"
-        ));
-    }
-    None
-}
-
-/// A failure the platform causes (nested TCG), not the code under test.
-fn platform_failure(
-    s: &Scenario,
-    p: &Parsed,
-    stalled: Option<&str>,
-    l1_exit: Option<i32>,
-) -> Option<String> {
-    match stalled {
-        Some("l1") => {
-            return Some(format!(
-                "l1: silent for {STALL_SECS} s, its heartbeat stopped (nested TCG stall)"
-            ))
-        }
-        // An L2 whose heartbeat stopped while L1 ran on, and that said
-        // nothing first: a deadlock of the guest would have had its RCU
-        // stall or lockup detectors speak (they run off the timer tick), so
-        // the guest's timer stopped.
-        Some(name) if p.nodes.get(name).is_some_and(|n| n.problems.is_empty()) => {
-            return Some(format!(
-                "{name}: silent for {STALL_SECS} s with no kernel message, its heartbeat stopped (nested TCG timer stall)"
-            ))
-        }
-        _ => {}
-    }
-    if let Some(l1) = p.nodes.get("l1").filter(|n| !n.done) {
-        if let Some(why) = crash_signature("l1", l1) {
-            return Some(why);
-        }
-        // QEMU ends with status 0 on a reset (-no-reboot): L1 reset itself
-        // with no oops, panic or warning first, i.e. a triple fault that no
-        // kernel code reported (oops=panic makes every kernel fault loud).
-        if l1.booted && l1.problems.is_empty() && l1_exit == Some(0) {
-            return Some(
-                "l1: QEMU exited cleanly in the middle of the plan with no kernel message (a reset; nested TCG)"
-                    .to_string(),
-            );
-        }
-    }
-    for name in s.l2_instances() {
-        let Some(n) = p.nodes.get(&name) else {
-            continue;
-        };
-        if n.done {
-            continue;
-        }
-        // RCU stall reports from a guest that runs no project code yet: its
-        // vCPUs starved under nested TCG (seen during boot). With
-        // guest_pvlock loaded they are never the platform's.
-        let pvlock_loaded = n
-            .modules
-            .iter()
-            .any(|m| m.starts_with("guest_pvlock loaded"));
-        if !pvlock_loaded && !n.problems.is_empty() && n.problems.iter().all(|l| l.contains("rcu"))
-        {
-            return Some(format!(
-                "{name}: RCU stall before any project code was loaded (vCPU starvation, nested TCG)"
-            ));
-        }
-        if let Some(why) = crash_signature(&name, n) {
-            return Some(why);
-        }
-        if vcpu_stopped_running(n) {
-            return Some(format!(
-                "{name}: RCU stall with a vCPU that answered no NMI for 10 s, so L1 did not run it (nested TCG); {}",
-                n.nmi_silent[0].trim()
-            ));
-        }
-        if n.problems
-            .iter()
-            .any(|l| l.contains("timer wakeup didn't happen"))
-        {
-            return Some(format!(
-                "{name}: the guest's timer stopped (nested TCG timer stall)"
-            ));
-        }
-        if n.problems.is_empty() && n.exit_rc == Some(0) {
-            // L1 traced the triple fault (shown for the record; with
-            // several guests the trace does not say whose it was).
-            let seen = p
-                .nodes
-                .get("l1")
-                .and_then(|l1| l1.shutdown_exits.iter().find_map(|l| describe_shutdown(l)))
-                .map(|d| format!("; KVM in L1: {d}"))
-                .unwrap_or_default();
-            return Some(format!(
-                "{name}: QEMU exited cleanly in the middle of the plan with no kernel message (nested TCG){seen}"
-            ));
-        }
-        // A guest that failed before its init ran none of the project's
-        // code but the kernel's own patches, which would fail every
-        // attempt alike: a failure that comes and goes there is the
-        // platform's.
-        if !n.booted {
-            return Some(format!(
-                "{name}: failed while booting, before any step (nested TCG)"
-            ));
-        }
-    }
-    None
-}
-
 struct AttemptRun {
     parsed: Parsed,
     timed_out: bool,
     /// The kernel that went silent (no heartbeat); the run was stopped.
     stalled: Option<String>,
+    /// The console was silent for this many seconds (the bound of
+    /// [`Config::console_silence`]); the run was stopped.
+    console_silent: Option<u64>,
+    /// A kernel problem made the harness stop the run.
+    problem_stop: bool,
     wall: f64,
     log: PathBuf,
     qemu_status: Option<i32>,
 }
+
+/// Seconds an attempt runs on after a kernel's first problem report: the
+/// RCU stall report follows a CPU stuck on an IPI by about 16 s of guest
+/// time, its NMI backtraces (or the CPUs that answer none) 10 s later, and
+/// guest time runs slower than the wall clock under nested TCG.
+const PROBLEM_GRACE_SECS: u64 = 90;
 
 fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<AttemptRun> {
     let dir = cfg.out.join(&s.name);
@@ -447,9 +339,18 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
     let kernel = cfg.bzimage().canonicalize()?;
     let log_path = dir.join(format!("console-{attempt}.log"));
     let mut log = std::fs::File::create(&log_path)?;
+    // The harness asks a silent L1 why through QMP (an NMI to every vCPU).
+    let qmp_sock = qmp::socket_path(&dir);
+    let _ = std::fs::remove_file(&qmp_sock);
 
+    // No hard-lockup detector in L1 (nmi_watchdog=0): nested TCG runs an
+    // L1 vCPU inside its L2 for over 10 s without delivering L1's timer,
+    // and the buddy detector then reports a hard LOCKUP in an L1 with no
+    // project module loaded (nopvspin, 2026-12-01). L1 keeps the soft-
+    // lockup and RCU stall detectors and the harness's NMI probe; L2s keep
+    // both lockup detectors.
     let cmdline = format!(
-        "console=ttyS0 panic=-1 oops=panic quiet csdlock_debug=1 pv_level=1 pv_name=l1 pv_kernel={} pv_initrd={} {}",
+        "console=ttyS0 panic=-1 oops=panic quiet csdlock_debug=1 nmi_watchdog=0 pv_level=1 pv_name=l1 pv_kernel={} pv_initrd={} {}",
         kernel.display(),
         initrd.display(),
         s.l1.cmdline
@@ -458,6 +359,8 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
     cmd.args(["-accel", "tcg,thread=multi", "-cpu", "max"])
         .args(["-smp", &s.l1.cpus.to_string(), "-m", &s.l1.memory])
         .args(["-nographic", "-monitor", "none", "-no-reboot"])
+        .arg("-qmp")
+        .arg(format!("unix:{},server=on,wait=off", qmp_sock.display()))
         .arg("-kernel")
         .arg(&kernel)
         .arg("-initrd")
@@ -503,14 +406,21 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
 
     let start = Instant::now();
     let deadline = start + Duration::from_secs(s.timeout);
-    let mut parsed = Parsed::default();
+    let mut parsed = Parsed {
+        symbols: Symbols::load(&cfg.kdir).map(Arc::new),
+        ..Default::default()
+    };
     let mut timed_out = false;
     let mut stalled: Option<String> = None;
-    // Per kernel ("l1" or an L2's name), armed by its first heartbeat (a
-    // boot is not watched) and refreshed by any line of it; an L2 is
-    // watched until its plan is done.
-    let mut heard: BTreeMap<String, Instant> = BTreeMap::new();
+    let mut console_silent: Option<u64> = None;
+    let mut problem_stop = false;
+    let mut watchdog = Watchdog::new(start, cfg.console_silence);
     let mut last_activity = String::new();
+    // When a kernel first reported a problem: the attempt has failed (a
+    // kernel problem fails it unless the scenario allows them), so it stops
+    // once the reports had time to complete (NMI backtraces, the CPUs that
+    // answered none), instead of running into its step timeouts.
+    let mut first_problem: Option<Instant> = None;
     loop {
         if INTERRUPTED.load(Ordering::Relaxed) {
             kill_group(&mut child);
@@ -521,49 +431,86 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
         }
         if Instant::now() >= deadline {
             timed_out = true;
+            writeln!(
+                log,
+                "# vmtest: the run did not finish within {} s: stopped",
+                s.timeout
+            )?;
+            sample_l1(&mut log, &mut parsed, cfg, &qmp_sock)?;
             kill_group(&mut child);
             break;
         }
-        let silent = heard.iter().find(|(name, t)| {
-            t.elapsed() > Duration::from_secs(STALL_SECS)
-                && !parsed
-                    .nodes
-                    .get(*name)
-                    .is_some_and(|n| n.done || n.exit_rc.is_some())
-        });
-        if let Some((name, _)) = silent {
-            writeln!(
-                log,
-                "# vmtest: nothing from {name} for {STALL_SECS} s (heartbeat stopped): stalled, stopped"
-            )?;
-            stalled = Some(name.clone());
-            kill_group(&mut child);
-            break;
+        let finished = |name: &str| {
+            parsed
+                .nodes
+                .get(name)
+                .is_some_and(|n| n.done || n.exit_rc.is_some())
+        };
+        match watchdog.stall(Instant::now(), finished) {
+            Some(Stall::Heartbeat(name)) => {
+                writeln!(
+                    log,
+                    "# vmtest: nothing from {name} for {STALL_SECS} s or more (heartbeat included), its NMI probe over: stalled, stopped"
+                )?;
+                stalled = Some(name);
+                kill_group(&mut child);
+                break;
+            }
+            Some(Stall::Probe(name)) => {
+                // Ask the kernel why it is silent: first where its vCPUs
+                // are (registers need nothing of the kernel), then an NMI,
+                // which ends its halts and lock waits, and each CPU that
+                // takes it says so.
+                sample_l1(&mut log, &mut parsed, cfg, &qmp_sock)?;
+                let now = Instant::now();
+                let line = match qmp::inject_nmi(&qmp_sock) {
+                    Ok(()) => {
+                        watchdog.nmi_injected(&name, now);
+                        writeln!(
+                            log,
+                            "# vmtest: nothing from {name} for {STALL_SECS} s: an NMI to every vCPU through QMP, {NMI_GRACE_SECS} s to answer"
+                        )?;
+                        format!("@@PV L0.vmtest nmi-injected {name}")
+                    }
+                    Err(e) => {
+                        watchdog.nmi_failed(&name, now);
+                        format!("@@PV L0.vmtest nmi-failed {name} {e:#}")
+                    }
+                };
+                writeln!(log, "{line}")?;
+                if cfg.console {
+                    eprintln!("{line}");
+                }
+                parsed.line(&line);
+                continue;
+            }
+            Some(Stall::Console(secs)) => {
+                writeln!(
+                    log,
+                    "# vmtest: no console output for {secs} s: stalled, stopped"
+                )?;
+                console_silent = Some(secs);
+                kill_group(&mut child);
+                break;
+            }
+            None => {}
         }
         match rx.recv_timeout(Duration::from_millis(200)) {
             Ok(Line::Out(l)) => {
                 let (origin, text) = split_origin(&l);
-                let now = Instant::now();
-                if text.trim_end() == HEARTBEAT {
-                    heard.insert(origin.to_string(), now);
-                    if origin != "l1" {
-                        // Relayed by L1, so L1 runs too.
-                        heard.insert("l1".to_string(), now);
-                    }
+                if watchdog.console_line(origin, text, Instant::now()) {
+                    parsed.heartbeat(origin);
                     continue;
-                }
-                for who in [origin, "l1"] {
-                    if let Some(t) = heard.get_mut(who) {
-                        *t = now;
-                    }
                 }
                 writeln!(log, "{l}")?;
                 if cfg.console {
                     eprintln!("{l}");
                 }
+                parsed.wall = start.elapsed().as_secs_f64();
                 parsed.line(&l);
             }
             Ok(Line::Err(l)) => {
+                watchdog.other_output(Instant::now());
                 writeln!(log, "[qemu stderr] {l}")?;
                 eprintln!("[qemu stderr] {l}");
                 parsed.line(&format!("[qemu] {l}"));
@@ -571,9 +518,26 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
+        if !s.allow_kernel_problems {
+            let any = parsed.nodes.values().any(|n| !n.problems.is_empty());
+            match first_problem {
+                None if any => first_problem = Some(Instant::now()),
+                Some(t) if t.elapsed() >= Duration::from_secs(PROBLEM_GRACE_SECS) => {
+                    writeln!(
+                        log,
+                        "# vmtest: a kernel problem {PROBLEM_GRACE_SECS} s ago fails this attempt: stopped"
+                    )?;
+                    sample_l1(&mut log, &mut parsed, cfg, &qmp_sock)?;
+                    problem_stop = true;
+                    kill_group(&mut child);
+                    break;
+                }
+                _ => {}
+            }
+        }
         let act = activity(&parsed);
         if act != last_activity {
-            let line = format!("{} {}", fmt_secs(start.elapsed().as_secs_f64()), act);
+            let line = format!("{} {}", fmt_mmss(start.elapsed().as_secs_f64()), act);
             match &pb {
                 Some(pb) => pb.set_message(act.clone()),
                 None if !cfg.console => eprintln!("  {} #{attempt} {line}", s.name),
@@ -593,14 +557,83 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
         "# qemu exit status {status:?}, {:.1} s",
         start.elapsed().as_secs_f64()
     )?;
+    let _ = std::fs::remove_file(&qmp_sock);
     Ok(AttemptRun {
         parsed,
         timed_out,
         stalled,
+        console_silent,
+        problem_stop,
         wall: start.elapsed().as_secs_f64(),
         log: log_path,
         qemu_status: status,
     })
+}
+
+/// Judges a console log of `s` written by [`run_once`] again, with the
+/// symbols of `kdir`: its failures, its platform events and the failures
+/// none explains, for people.
+pub fn rejudge(s: &Scenario, log: &Path, kdir: &Path) -> Result<String> {
+    let text =
+        std::fs::read_to_string(log).with_context(|| format!("cannot read {}", log.display()))?;
+    let mut parsed = Parsed {
+        symbols: Symbols::load(kdir).map(Arc::new),
+        ..Default::default()
+    };
+    let mut end = RunEnd::default();
+    for l in text.lines() {
+        if let Some(c) = l.strip_prefix("# ") {
+            if let Some(rest) = c.strip_prefix("vmtest: nothing from ") {
+                end.stalled = rest.split_whitespace().next().map(String::from);
+            } else if let Some(st) = c.strip_prefix("qemu exit status Some(") {
+                end.qemu_status = st.split(')').next().and_then(|v| v.parse().ok());
+            } else if c.contains("did not finish within") {
+                end.timed_out = true;
+            } else if c.contains("fails this attempt: stopped") {
+                end.problem_stop = true;
+            }
+            continue;
+        }
+        parsed.line(
+            l.strip_prefix("[qemu stderr] ")
+                .map_or(l.to_string(), |e| format!("[qemu] {e}"))
+                .as_str(),
+        );
+    }
+    let result = json!({ "nodes": serde_json::to_value(&parsed.nodes)? });
+    let failures = judge(s, &parsed, &result, &end);
+    let j = judge_platform(s, &parsed, &failures, &end);
+    let mut out = String::new();
+    let list = |title: &str, items: Vec<String>, out: &mut String| {
+        out.push_str(&format!("{title}:\n"));
+        if items.is_empty() {
+            out.push_str("  (none)\n");
+        }
+        for i in items {
+            out.push_str(&format!("  - {i}\n"));
+        }
+    };
+    list("failures", reasons(&failures), &mut out);
+    list(
+        "platform events",
+        j.events
+            .iter()
+            .map(|e| format!("{} [{}]", e.why, e.signature.name()))
+            .collect(),
+        &mut out,
+    );
+    list("not explained by them", j.unexplained.clone(), &mut out);
+    out.push_str(&format!(
+        "verdict: {}\n",
+        if failures.is_empty() {
+            "pass"
+        } else if j.platform() {
+            "platform"
+        } else {
+            "real"
+        }
+    ));
+    Ok(out)
 }
 
 /// Runs `s`, with retries for platform failures; writes
@@ -608,7 +641,11 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
 /// before (empty on the first run of `s`); their retries count.
 pub fn run(cfg: &Config, s: &Scenario, earlier: Vec<Attempt>) -> Result<Report> {
     let base = initramfs::base(&cfg.inputs()?, &cfg.cache)?;
-    let retries = cfg.retries.unwrap_or(s.retries);
+    let policy = Policy {
+        retries: cfg.retries.unwrap_or(s.retries()),
+        deadline: cfg.retry_deadline,
+        attempts_per_round: cfg.attempts_per_round,
+    };
     let want = s
         .expect_failure
         .as_deref()
@@ -631,48 +668,73 @@ pub fn run(cfg: &Config, s: &Scenario, earlier: Vec<Attempt>) -> Result<Report> 
             "qemu_status": r.qemu_status,
             "nodes": serde_json::to_value(&r.parsed.nodes)?,
         });
-        let mut reasons = judge(s, &r.parsed, &result, r.timed_out);
-        if let Some(name) = &r.stalled {
-            reasons.insert(
-                0,
-                format!("{name}: no heartbeat for {STALL_SECS} s (stalled); stopped"),
-            );
-        }
-        let platform = if reasons.is_empty() {
-            None
-        } else {
-            platform_failure(s, &r.parsed, r.stalled.as_deref(), r.qemu_status)
+        let end = RunEnd {
+            timed_out: r.timed_out,
+            stalled: r.stalled.clone(),
+            console_silent: r.console_silent,
+            qemu_status: r.qemu_status,
+            problem_stop: r.problem_stop,
         };
-        attempts.push(Attempt {
+        let failures = judge(s, &r.parsed, &result, &end);
+        let reasons = reasons(&failures);
+        let judgement = judge_platform(s, &r.parsed, &failures, &end);
+        let platform = judgement.platform().then(|| judgement.why());
+        let signatures: Vec<String> = judgement
+            .signatures()
+            .into_iter()
+            .map(String::from)
+            .collect();
+        let mut a = Attempt {
             attempt,
             reasons: reasons.clone(),
             platform_failure: platform.clone(),
             wall_secs: r.wall,
             console_log: r.log.clone(),
-        });
-        // A scenario that must fail is retried only when the failure it
-        // wants did not show: a platform failure must not pass it.
-        let wanted_shown = want
-            .as_ref()
-            .is_some_and(|re| reasons.iter().any(|r| re.is_match(r)));
-        let retryable = platform.is_some() && attempt <= retries && !wanted_shown;
-        let in_budget = cfg.retry_deadline.is_none_or(|d| Instant::now() < d);
-        let retry = retryable && in_budget;
-        let defer = retry && cfg.attempts_per_round.is_some_and(|n| this_round >= n);
-        if let (Some(why), true) = (&platform, retry) {
-            eprintln!(
-                "{} {} (attempt {attempt} of {}): {why}; console in {}",
-                if defer { "DEFER" } else { "RETRY" },
-                s.name,
-                retries + 1,
-                r.log.display()
-            );
-            if !defer {
-                continue;
-            }
+            ..Default::default()
+        };
+        if platform.is_some() {
+            a.platform_signatures = signatures;
+        } else {
+            // Platform events that came with failures of their own.
+            a.overruled = judgement.events.iter().map(|e| e.why.clone()).collect();
+            a.overruled_signatures = signatures;
         }
-        if retryable && !in_budget {
-            eprintln!("NO RETRY {}: the retry budget is spent", s.name);
+        attempts.push(a);
+        // A scenario that must fail passes only when the failure it wants
+        // shows in an attempt that is not the platform's: it is retried
+        // while it did not.
+        let wanted_shown = platform.is_none()
+            && want
+                .as_ref()
+                .is_some_and(|re| reasons.iter().any(|r| re.is_match(r)));
+        let next = policy.next(
+            platform.is_some(),
+            wanted_shown,
+            attempt,
+            this_round,
+            Instant::now(),
+        );
+        match (&platform, next) {
+            (Some(why), Next::Retry | Next::Defer) => {
+                eprintln!(
+                    "{} {} (attempt {attempt} of {}): {why}; console in {}",
+                    if next == Next::Defer {
+                        "DEFER"
+                    } else {
+                        "RETRY"
+                    },
+                    s.name,
+                    policy.retries + 1,
+                    r.log.display()
+                );
+                if next == Next::Retry {
+                    continue;
+                }
+            }
+            (_, Next::BudgetSpent) => {
+                eprintln!("NO RETRY {}: the retry budget is spent", s.name);
+            }
+            _ => {}
         }
         let passed = match &want {
             None => reasons.is_empty(),
@@ -692,7 +754,8 @@ pub fn run(cfg: &Config, s: &Scenario, earlier: Vec<Attempt>) -> Result<Report> 
             attempts,
             wall_secs: earlier_secs + started.elapsed().as_secs_f64(),
             result,
-            deferred: defer,
+            deferred: next == Next::Defer,
+            console_silent: r.console_silent,
             tails,
         };
         std::fs::write(
@@ -703,236 +766,9 @@ pub fn run(cfg: &Config, s: &Scenario, earlier: Vec<Attempt>) -> Result<Report> 
     }
 }
 
-/// Runs scenarios `0..n` in rounds: round one runs each once (with its
-/// retries in a row); a scenario whose report is `deferred` runs again in
-/// the next round, after the others, with its attempts so far, until no
-/// report is deferred. `announce` hears of each round after the first.
-/// Ends: every deferred report has used a retry, and retries are finite.
-pub fn rounds(
-    n: usize,
-    mut run_one: impl FnMut(usize, Vec<Attempt>) -> Result<Report>,
-    mut announce: impl FnMut(u32, &[usize]),
-) -> Result<Vec<Report>> {
-    let mut reports: Vec<Option<Report>> = vec![None; n];
-    let mut pending: Vec<usize> = (0..n).collect();
-    let mut round = 1;
-    while !pending.is_empty() {
-        if round > 1 {
-            announce(round, &pending);
-        }
-        let mut deferred = Vec::new();
-        for &i in &pending {
-            let earlier = reports[i].take().map(|r| r.attempts).unwrap_or_default();
-            let r = run_one(i, earlier)?;
-            if r.deferred {
-                deferred.push(i);
-            }
-            reports[i] = Some(r);
-        }
-        pending = deferred;
-        round += 1;
-    }
-    Ok(reports.into_iter().flatten().collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn scenario() -> Scenario {
-        let mut s: Scenario = toml::from_str(
-            r#"
-description = "t"
-[l1]
-steps = [{ l2 = ["g"] }]
-[[l2]]
-group = "g"
-steps = [{ run = "info" }]
-"#,
-        )
-        .unwrap();
-        s.name = "t".into();
-        s
-    }
-
-    #[test]
-    fn deferred_scenarios_run_again_after_the_others() {
-        // Scenario 0 fails for the platform in rounds one and two, then
-        // passes; scenario 1 passes at once; scenario 2 gives up in round
-        // two (retries used up).
-        let mut order = Vec::new();
-        let mut rounds_seen = Vec::new();
-        let reports = rounds(
-            3,
-            |i, earlier| {
-                order.push((i, earlier.len()));
-                let mut attempts = earlier;
-                attempts.push(Attempt {
-                    attempt: attempts.len() as u32 + 1,
-                    reasons: vec![],
-                    platform_failure: None,
-                    wall_secs: 1.0,
-                    console_log: PathBuf::new(),
-                });
-                let deferred = match i {
-                    0 => attempts.len() < 3,
-                    2 => attempts.len() < 2,
-                    _ => false,
-                };
-                Ok(Report {
-                    scenario: i.to_string(),
-                    description: String::new(),
-                    passed: i != 2,
-                    reasons: vec![],
-                    attempts,
-                    wall_secs: 0.0,
-                    result: Value::Null,
-                    deferred,
-                    tails: vec![],
-                })
-            },
-            |round, pending| rounds_seen.push((round, pending.to_vec())),
-        )
-        .unwrap();
-        assert_eq!(order, [(0, 0), (1, 0), (2, 0), (0, 1), (2, 1), (0, 2)]);
-        assert_eq!(rounds_seen, [(2, vec![0, 2]), (3, vec![0])]);
-        let tries: Vec<_> = reports.iter().map(|r| r.attempts.len()).collect();
-        assert_eq!(tries, [3, 1, 2]);
-        assert!(reports.iter().all(|r| !r.deferred));
-    }
-
-    #[test]
-    fn vanished_guest_is_a_platform_failure() {
-        let s = scenario();
-        let mut p = Parsed::default();
-        p.line("[g-1] @@PV L2.g-1 boot uptime=2 nproc=4 kernel=7.3.4");
-        p.line("[g-1] @@PV L1.l1 l2-exit g-1 rc=0");
-        assert!(platform_failure(&s, &p, None, None)
-            .unwrap()
-            .contains("exited cleanly"));
-        // L1's trace of the triple fault is carried along.
-        p.line("@@PV L1.l1 l2-shutdown-exit  qemu-system-x86-84 [000] d..1. 18.49: kvm_exit: vcpu 0 reason shutdown rip 0xffffffff81164560 info1 0x0 info2 0x0 intr_info 0x80000b0e error_code 0x00000010 requests 0x0");
-        assert!(platform_failure(&s, &p, None, None).unwrap().ends_with(
-            "KVM in L1: triple fault on vCPU 0 at rip 0xffffffff81164560, delivering exception 14, error code 0x10"
-        ));
-        // A panic is never the platform's.
-        p.line("[g-1] [ 3.0] Kernel panic - not syncing: oops");
-        assert!(platform_failure(&s, &p, None, None).is_none());
-    }
-
-    #[test]
-    fn stale_int3_is_a_platform_failure() {
-        let s = scenario();
-        let mut p = Parsed::default();
-        p.line("[g-1] @@PV L2.g-1 boot uptime=2 nproc=4 kernel=7.3.4");
-        p.line("[g-1] [   60.64] Oops: int3: 0000 [#1] SMP");
-        p.line("[g-1] [   60.73] RIP: 0010:_raw_spin_unlock_irqrestore+0x5/0x30");
-        // The trap byte still in memory: a real breakpoint, the code's.
-        p.line("[g-1] [   60.75] Code: 00 f3 0f 1e fa cc <07> 04 00 00 0f ba e6 09");
-        assert!(platform_failure(&s, &p, None, None).is_none());
-        // Memory holds the patched call: the CPU ran a stale int3.
-        p.line("[g-1] [   60.75] Code: 00 f3 0f 1e fa e8 <07> 04 00 00 0f ba e6 09");
-        assert!(platform_failure(&s, &p, None, None)
-            .unwrap()
-            .contains("stale code"));
-        // Without an int3 oops, a Code: line alone says nothing.
-        let mut q = Parsed::default();
-        q.line("[g-1] @@PV L2.g-1 boot uptime=2 nproc=4 kernel=7.3.4");
-        q.line("[g-1] [   60.64] Oops: general protection fault: 0000 [#1] SMP");
-        q.line("[g-1] [   60.75] Code: 00 f3 0f 1e fa e8 <07> 04 00 00 0f ba e6 09");
-        assert!(platform_failure(&s, &q, None, None).is_none());
-    }
-
-    #[test]
-    fn zeroed_vcpu_state_is_a_platform_failure() {
-        let s = scenario();
-        let mut p = Parsed::default();
-        p.line("[g-1] [ 9.19] BUG: kernel NULL pointer dereference, address: 000000000000002c");
-        p.line("[g-1] [ 9.19] RIP: 0000:0x0");
-        assert!(platform_failure(&s, &p, None, None)
-            .unwrap()
-            .contains("zeroed"));
-    }
-
-    #[test]
-    fn l1_entry_fault_recursion_and_stall_are_platform_failures() {
-        let s = scenario();
-        let mut p = Parsed::default();
-        p.line("@@PV L1.l1 boot uptime=1 nproc=2 kernel=7.3.4");
-        assert!(platform_failure(&s, &p, None, None).is_none());
-        assert!(platform_failure(&s, &p, Some("l1"), None)
-            .unwrap()
-            .contains("heartbeat"));
-        p.line("[   29.24] BUG: TASK stack guard page was hit at ffa000000012fff8");
-        // A stack overflow elsewhere is the code's.
-        p.line("[   29.25] RIP: 0010:kvm_pvlock_kick+0x2c/0xc0");
-        assert!(platform_failure(&s, &p, None, None).is_none());
-        p.line("[   29.25] RIP: 0010:exc_page_fault+0x2c/0xc0");
-        assert!(platform_failure(&s, &p, None, None)
-            .unwrap()
-            .contains("exception entry"));
-        // L1 gone without a word: reset.
-        let mut q = Parsed::default();
-        q.line("@@PV L1.l1 boot uptime=1 nproc=2 kernel=7.3.4");
-        assert!(platform_failure(&s, &q, None, Some(0))
-            .unwrap()
-            .contains("reset"));
-        q.line("[  9.1] Kernel panic - not syncing: Fatal exception");
-        assert!(platform_failure(&s, &q, None, Some(0)).is_none());
-        // The same recursion in an L2, through the #DF stack.
-        let mut g = Parsed::default();
-        g.line("[g-1] [ 13.01] BUG: #DF stack guard page was hit at fffffe0000043ff8");
-        g.line("[g-1] [ 13.11] RIP: 0010:error_entry+0x1a/0xc0");
-        assert!(platform_failure(&s, &g, None, None)
-            .unwrap()
-            .contains("g-1: page faults recursed"));
-        // A silent L2: its timer stopped, unless it reported a problem.
-        let mut h = Parsed::default();
-        h.line("[g-1] @@PV L2.g-1 boot uptime=1 nproc=4 kernel=7.3.4");
-        assert!(platform_failure(&s, &h, Some("g-1"), None)
-            .unwrap()
-            .contains("timer stall"));
-        h.line("[g-1] @@PV L2.g-1 module guest_pvlock loaded params=[]");
-        h.line("[g-1] [ 30.1] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:");
-        assert!(platform_failure(&s, &h, Some("g-1"), None).is_none());
-        // A jump to 0 from idle.
-        let mut z = Parsed::default();
-        z.line("@@PV L1.l1 boot uptime=1 nproc=2 kernel=7.3.4");
-        z.line("[   31.0] BUG: kernel NULL pointer dereference, address: 0000000000000000");
-        z.line("[   31.0] RIP: 0010:0x0");
-        z.line("[   31.0]  ? do_idle+0x14a/0x180");
-        assert!(platform_failure(&s, &z, None, None)
-            .unwrap()
-            .contains("jump to 0"));
-        z.line("[   31.0]  ? guest_pvlock_unlock+0x1d/0x40");
-        assert!(platform_failure(&s, &z, None, None).is_none());
-        // With guest_pvlock loaded, a stall is the platform's only when a
-        // vCPU answered no NMI (a vCPU that did not run), and not with an
-        // oops or warning besides.
-        let mut q = Parsed::default();
-        q.line("[g-1] @@PV L2.g-1 boot uptime=6 nproc=4 kernel=7.3.4");
-        q.line("[g-1] @@PV L2.g-1 module guest_pvlock loaded params=[]");
-        q.line("[g-1] [   20.42] smp: csd: Detected non-responsive CSD lock (#1) on CPU#1, waiting 5000054102 ns for CPU#02 flush_tlb_func+0x0/0x210(0xffa000000019bb00).");
-        q.line("[g-1] [   36.42] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:");
-        q.line("[g-1] [   36.44] rcu: \t2-...!: (668 ticks this GP) idle=788c/1/0x4000000000000000 softirq=408/410 fqs=27");
-        assert!(platform_failure(&s, &q, None, None).is_none());
-        q.line(
-            "[g-1] [   38.69] After 10 seconds, these CPUS still haven't responded to the NMI: 2",
-        );
-        q.line("[g-1] [   38.70] Call Trace:");
-        assert!(platform_failure(&s, &q, None, None)
-            .unwrap()
-            .contains("answered no NMI"));
-        q.line("[g-1] [   39.00] WARNING: CPU: 1 PID: 60 at kernel/smp.c:815");
-        assert!(platform_failure(&s, &q, None, None).is_none());
-        // The same stall before guest_pvlock was loaded is the platform's.
-        let mut b = Parsed::default();
-        b.line("[g-1] @@PV L2.g-1 boot uptime=6 nproc=4 kernel=7.3.4");
-        b.line("[g-1] [ 27.2] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:");
-        assert!(platform_failure(&s, &b, None, None)
-            .unwrap()
-            .contains("before any project code"));
-    }
 
     #[test]
     fn activity_names_the_step() {

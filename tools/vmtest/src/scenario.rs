@@ -2,7 +2,7 @@
 
 //! Scenarios: declarative TOML files that say which kernels to boot, what
 //! to run in each and what the results must show. Adding a scenario needs
-//! no code; see `tests/scenarios/README.md` for the format.
+//! no code; see `Documentation/pvlock/testing.rst` for the format.
 
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
@@ -23,7 +23,8 @@ pub struct Scenario {
     #[serde(default = "default_timeout")]
     pub timeout: u64,
     /// How many times a run that failed for platform reasons is retried
-    /// (a guest that vanished without a kernel message; see `result.rs`).
+    /// (a guest that vanished without a kernel message; see `platform.rs`);
+    /// at most [`MAX_RETRIES`], whatever the file says.
     #[serde(default = "default_retries")]
     pub retries: u32,
     /// Part of the fast set that `make test` runs.
@@ -47,8 +48,13 @@ fn default_timeout() -> u64 {
     600
 }
 
+/// The most retries a scenario gets (its `retries` is capped there): a
+/// retry can only hide a failure, so a scenario that needs more fails too
+/// often for a reason worth knowing.
+pub const MAX_RETRIES: u32 = 3;
+
 fn default_retries() -> u32 {
-    11
+    MAX_RETRIES
 }
 
 /// The KVM host, under QEMU TCG.
@@ -91,6 +97,9 @@ pub struct Level2 {
     /// Extra kernel command line.
     #[serde(default)]
     pub cmdline: String,
+    /// Extra QEMU arguments (e.g. `-overcommit cpu-pm=on`).
+    #[serde(default)]
+    pub qemu: String,
     pub steps: Vec<Step>,
 }
 
@@ -134,6 +143,21 @@ pub struct Step {
     /// A name for results; defaults to `<run>` or `l2`, numbered.
     #[serde(default)]
     pub id: Option<String>,
+    /// The step may end with a non-zero status (e.g. a load that must be
+    /// refused); otherwise a non-zero status fails the run.
+    #[serde(default)]
+    pub may_fail: bool,
+}
+
+impl Step {
+    /// The step's name in the plan and the results: its `id`, or its
+    /// function (`l2` for an `l2` step) numbered by its place (`i`, from 0)
+    /// in its level's steps.
+    pub fn id(&self, i: usize) -> String {
+        self.id
+            .clone()
+            .unwrap_or_else(|| format!("{}{}", self.run.as_deref().unwrap_or("l2"), i + 1))
+    }
 }
 
 fn default_step_timeout() -> u64 {
@@ -176,6 +200,8 @@ pub struct Expect {
 }
 
 const STEP_FUNCTIONS: &[&str] = &[
+    "online_cpus",
+    "hotplug_loop",
     "load",
     "unload",
     "params",
@@ -190,6 +216,7 @@ const STEP_FUNCTIONS: &[&str] = &[
     "wait",
     "hcmark",
     "hackbench",
+    "stressng",
 ];
 
 impl Scenario {
@@ -255,6 +282,31 @@ impl Scenario {
         self.l2.iter().find(|g| g.group == name)
     }
 
+    /// The retries a run of the scenario gets: its own, at most
+    /// [`MAX_RETRIES`].
+    pub fn retries(&self) -> u32 {
+        self.retries.min(MAX_RETRIES)
+    }
+
+    /// The steps of kernel `kernel` (`l1`, or an L2 instance
+    /// `<group>-<i>`).
+    pub fn steps_of(&self, kernel: &str) -> Option<&[Step]> {
+        if kernel == "l1" {
+            return Some(&self.l1.steps);
+        }
+        let (group, _) = kernel.rsplit_once('-')?;
+        self.group(group).map(|g| g.steps.as_slice())
+    }
+
+    /// The step of kernel `kernel` whose id (see [`Step::id`]) is `id`.
+    pub fn step(&self, kernel: &str, id: &str) -> Option<&Step> {
+        self.steps_of(kernel)?
+            .iter()
+            .enumerate()
+            .find(|(i, st)| st.id(*i) == id)
+            .map(|(_, st)| st)
+    }
+
     /// Every L2 instance name (`<group>-<i>`) the run boots.
     pub fn l2_instances(&self) -> Vec<String> {
         let mut v = Vec::new();
@@ -283,6 +335,7 @@ impl Scenario {
         let mut s = String::new();
         for g in &self.l2 {
             let _ = writeln!(s, "pv_l2cmd_{}={}", g.group, shell_quote(&g.cmdline));
+            let _ = writeln!(s, "pv_l2qemu_{}={}", g.group, shell_quote(&g.qemu));
         }
         s + &plan_steps(&self.l1.steps, |step| {
             step.l2
@@ -327,9 +380,8 @@ fn check_steps(steps: &[Step], l1: bool) -> Result<()> {
 fn plan_steps(steps: &[Step], l2_specs: impl Fn(&Step) -> String) -> String {
     let mut s = String::new();
     for (i, step) in steps.iter().enumerate() {
-        let n = i + 1;
         let func = step.run.clone().unwrap_or_else(|| "l2".into());
-        let id = step.id.clone().unwrap_or_else(|| format!("{func}{n}"));
+        let id = step.id(i);
         if func == "wait" {
             let _ = writeln!(s, "wait");
             continue;
@@ -449,6 +501,34 @@ steps = [
 "#;
         let s = parse(text).unwrap();
         assert_eq!(s.plans()[0].1, "step s 120 sleep 5 &\nwait\n");
+    }
+
+    #[test]
+    fn steps_by_id_and_may_fail() {
+        let s = parse(&BASIC.replace(
+            r#"{ run = "sh_step", args = ["echo it's"] },"#,
+            r#"{ run = "sh_step", args = ["echo it's"], may_fail = true },"#,
+        ))
+        .unwrap();
+        assert!(s.step("g-1", "sh_step2").unwrap().may_fail);
+        assert!(!s.step("g-1", "locktorture1").unwrap().may_fail);
+        assert!(s.step("l1", "l22").is_some() && s.step("l1", "load1").is_some());
+        assert!(s.step("g-2", "sh_step2").is_some());
+        assert!(s.step("h-1", "sh_step2").is_none() && s.step("g-1", "x").is_none());
+        // Retries: 3 by default, and at most 3.
+        assert_eq!((s.retries, s.retries()), (3, 3));
+        let s = parse(&BASIC.replace(
+            "description = \"basic\"",
+            "description = \"basic\"\nretries = 11",
+        ))
+        .unwrap();
+        assert_eq!((s.retries, s.retries()), (11, MAX_RETRIES));
+        let s = parse(&BASIC.replace(
+            "description = \"basic\"",
+            "description = \"basic\"\nretries = 1",
+        ))
+        .unwrap();
+        assert_eq!(s.retries(), 1);
     }
 
     #[test]

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The pvlock ABI numbers, defined once for every user.
+//!
+//! This file has no dependencies: the kernel crate builds it as
+//! `kernel::pvlock::abi` (and checks it against the C headers at compile
+//! time), and the userspace tools include it with `#[path]`.
+//!
+//! All numbers are project-local until upstream assigns them; see
+//! `Documentation/virt/kvm/pvlock.rst`.
+
+/// CPUID bit in the KVM features leaf (`KVM_CPUID_FEATURES`, eax).
+pub const KVM_FEATURE_PVLOCK_KICK: u32 = 23;
+/// Upstream's bit for `KVM_HC_KICK_CPU`.
+pub const KVM_FEATURE_PV_UNHALT: u32 = 7;
+/// Upstream's steal time bit (`vcpu_is_preempted()`).
+pub const KVM_FEATURE_STEAL_TIME: u32 = 5;
+/// Upstream's directed yield bit (`KVM_HC_SCHED_YIELD`).
+pub const KVM_FEATURE_PV_SCHED_YIELD: u32 = 13;
+/// Upstream's hint bit: vCPUs are pinned to dedicated pCPUs.
+pub const KVM_HINTS_REALTIME: u32 = 0;
+
+/// Upstream's kick hypercall: a0 = flags (0), a1 = APIC ID.
+pub const KVM_HC_KICK_CPU: u32 = 5;
+/// Upstream's directed yield: a0 = APIC ID of the vCPU to yield to.
+pub const KVM_HC_SCHED_YIELD: u32 = 11;
+/// pvlock kick: a0 = flags (0), a1 = APIC ID of the target, a2 = the token
+/// of the target's lock wait that the kick ends.
+pub const KVM_HC_PVLOCK_KICK: u32 = 0x7076_0001;
+/// pvlock parameter read: a0 = parameter number.
+pub const KVM_HC_PVLOCK_GET_PARAM: u32 = 0x7076_0002;
+/// pvlock lock wait: a0 = flags (0), a1 = token (not 0). The vCPU halts
+/// until a `KVM_HC_PVLOCK_KICK` with this token or a larger one, or any
+/// other event that ends a `HLT` (an interrupt if the guest enabled them,
+/// an NMI, the VMM); returns 0 at once if such a kick came before. A
+/// vCPU's tokens grow from one wait to the next.
+pub const KVM_HC_PVLOCK_WAIT: u32 = 0x7076_0003;
+
+/// What `KVM_HC_PVLOCK_KICK` did, both meaning the kick is delivered.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kick {
+    /// The target was in the lock wait with this token and is runnable.
+    Woken,
+    /// The target was not in that wait yet: the kick is held, and that
+    /// wait (only a wait with this token or a smaller one) returns at once.
+    Held,
+}
+
+/// `KVM_HC_PVLOCK_KICK` result: [`Kick::Woken`].
+pub const KVM_PVLOCK_KICK_WOKEN: i64 = 0;
+/// `KVM_HC_PVLOCK_KICK` result: [`Kick::Held`].
+pub const KVM_PVLOCK_KICK_HELD: i64 = 1;
+
+impl Kick {
+    /// The result of `KVM_HC_PVLOCK_KICK` (the guest's RAX, sign-extended):
+    /// `Err` holds a negative KVM error code (`-KVM_EINVAL`, `-KVM_ENOSYS`).
+    pub const fn from_ret(ret: i64) -> Result<Kick, i64> {
+        match ret {
+            KVM_PVLOCK_KICK_WOKEN => Ok(Kick::Woken),
+            KVM_PVLOCK_KICK_HELD => Ok(Kick::Held),
+            e => Err(e),
+        }
+    }
+
+    /// The hypercall's return value.
+    pub const fn ret(self) -> i64 {
+        match self {
+            Kick::Woken => KVM_PVLOCK_KICK_WOKEN,
+            Kick::Held => KVM_PVLOCK_KICK_HELD,
+        }
+    }
+}
+
+/// `KVM_HC_PVLOCK_GET_PARAM` parameter: ABI version.
+pub const KVM_PVLOCK_PARAM_VERSION: u64 = 0;
+/// `KVM_HC_PVLOCK_GET_PARAM` parameter: spin threshold the host recommends.
+pub const KVM_PVLOCK_PARAM_SPIN_THRESHOLD: u64 = 1;
+/// The ABI version this file describes: 2 added `KVM_HC_PVLOCK_WAIT` and
+/// the token of `KVM_HC_PVLOCK_KICK`.
+pub const KVM_PVLOCK_ABI_VERSION: u64 = 2;
+
+/// Error returned to the guest for an unknown hypercall or a disabled one.
+pub const KVM_ENOSYS: i64 = 1000;
+/// Error returned to the guest for a bad argument.
+pub const KVM_EINVAL: i64 = 22;
+
+/// Capability number for `KVM_CHECK_EXTENSION` and `KVM_ENABLE_CAP`.
+pub const KVM_CAP_PVLOCK_KICK: u32 = 0x7076;
+/// `KVM_ENABLE_CAP` args\[0\]: enable the pvlock hypercalls for the VM.
+pub const KVM_PVLOCK_KICK_ENABLE: u64 = 1 << 0;
+/// `KVM_ENABLE_CAP` args\[0\]: yield to a target that is preempted.
+pub const KVM_PVLOCK_KICK_YIELD: u64 = 1 << 1;
+/// Every flag `KVM_ENABLE_CAP` accepts.
+pub const KVM_PVLOCK_KICK_VALID_FLAGS: u64 = KVM_PVLOCK_KICK_ENABLE | KVM_PVLOCK_KICK_YIELD;
+
+/// The largest spin threshold a host may recommend (`KVM_ENABLE_CAP`
+/// args\[1\], host_kvm's `spin_threshold`) and a guest accepts (its
+/// `spin_threshold` parameter, `KVM_PVLOCK_PARAM_SPIN_THRESHOLD`).
+pub const MAX_SPIN_THRESHOLD: u32 = 1 << 26;
+
+// ---------------------------------------------------------------- debugfs
+//
+// The statistics files of both modules, which `tools/` read. Documented in
+// `Documentation/pvlock/guest.rst` and `Documentation/virt/kvm/pvlock.rst`.
+
+/// guest_pvlock's debugfs directory.
+pub const GUEST_DEBUGFS_DIR: &core::ffi::CStr = c"pvlock";
+/// host_kvm's debugfs directory.
+pub const HOST_DEBUGFS_DIR: &core::ffi::CStr = c"pvlock_host";
+/// The write-only file in both directories: writing `1` zeroes every
+/// statistic of the directory.
+pub const ZERO_STATS: &core::ffi::CStr = c"zero_stats";
+
+/// guest_pvlock's counters (one decimal u64 per file), in the order of
+/// `guest_pvlock/algo.rs`'s `Counter`.
+pub const GUEST_COUNTERS: [&core::ffi::CStr; 18] = [
+    c"taken_slow",
+    c"taken_slow_pickup",
+    c"taken_steal",
+    c"taken_nested",
+    c"released_slow",
+    c"halts_head",
+    c"halts_node",
+    c"halts_early",
+    c"spurious_wakeups",
+    c"kicks",
+    c"kicks_held",
+    c"kick_failures",
+    c"kicks_fallback",
+    c"kicks_nmi",
+    c"time_blocked_ns",
+    c"bad_unlocks",
+    c"yields",
+    c"mode_changes",
+];
+
+/// guest_pvlock's histograms (`HIST_BUCKETS` u32 each), in the order of
+/// `guest_pvlock/algo.rs`'s `Histogram`.
+pub const GUEST_HISTOGRAMS: [&core::ffi::CStr; 3] =
+    [c"histo_wait", c"histo_spin", c"histo_blocked"];
+
+/// host_kvm's counters, in the order of `host_kvm`'s `Counter`.
+pub const HOST_COUNTERS: [&core::ffi::CStr; 19] = [
+    c"kicks",
+    c"kicks_woken",
+    c"kicks_held",
+    c"kicks_bad_target",
+    c"kicks_self",
+    c"kicks_bad_args",
+    c"waits",
+    c"waits_at_once",
+    c"waits_kicked",
+    c"waits_other",
+    c"waits_bad_args",
+    c"hypercalls_disabled",
+    c"yields",
+    c"yields_done",
+    c"get_param",
+    c"get_param_bad",
+    c"enable_cap",
+    c"enable_cap_bad",
+    c"kicks_ignored",
+];
+
+/// host_kvm's histograms.
+pub const HOST_HISTOGRAMS: [&core::ffi::CStr; 1] = [c"histo_kick_latency"];
+
+/// Buckets of every histogram: bucket `k` counts values in `[2^k, 2^(k+1))`
+/// nanoseconds; bucket 0 also counts 0, the last bucket everything from
+/// `2^(HIST_BUCKETS-1)` on. A histogram file is the text format of
+/// `debugfs_create_u32_array()`: the values separated by single spaces, a
+/// newline after the last.
+pub const HIST_BUCKETS: usize = 32;
+
+/// The histogram bucket of `v`.
+#[inline]
+pub const fn bucket(v: u64) -> usize {
+    if v == 0 {
+        return 0;
+    }
+    let k = (63 - v.leading_zeros()) as usize;
+    if k >= HIST_BUCKETS {
+        HIST_BUCKETS - 1
+    } else {
+        k
+    }
+}

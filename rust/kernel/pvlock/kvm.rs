@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The KVM side of pvlock: registering the implementation of the pvlock
+//! hypercalls, `KVM_CAP_PVLOCK_KICK` and `KVM_FEATURE_PVLOCK_KICK`, and the
+//! few vCPU operations it needs.
+//!
+//! C header: [`include/linux/kvm_pvlock.h`](srctree/include/linux/kvm_pvlock.h)
+
+use super::abi;
+use crate::{bindings, error::to_result, prelude::*, types::Opaque};
+use core::marker::PhantomData;
+
+/// A vCPU of a running VM.
+///
+/// # Invariants
+///
+/// The wrapped `kvm_vcpu` is alive: vCPUs live as long as their VM, and a
+/// [`Vcpu`] reference is only handed out while a call about that VM runs.
+#[repr(transparent)]
+pub struct Vcpu(Opaque<bindings::kvm_vcpu>);
+
+// SAFETY: Every operation below is safe from any thread (KVM's own rules for
+// kicking and inspecting other vCPUs).
+unsafe impl Sync for Vcpu {}
+
+impl Vcpu {
+    /// # Safety
+    ///
+    /// `ptr` is a live vCPU for `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut bindings::kvm_vcpu) -> &'a Self {
+        // SAFETY: Transparent wrapper; validity from the caller.
+        unsafe { &*ptr.cast() }
+    }
+
+    fn as_raw(&self) -> *mut bindings::kvm_vcpu {
+        self.0.get()
+    }
+
+    /// The VM of this vCPU.
+    pub fn vm(&self) -> &Vm {
+        // SAFETY: The vCPU is alive (type invariant), so is its VM, at least
+        // as long as the vCPU.
+        unsafe { Vm::from_raw(bindings::kvm_pvlock_vcpu_vm(self.as_raw())) }
+    }
+
+    /// Whether the vCPU's thread was preempted while runnable.
+    pub fn is_preempted(&self) -> bool {
+        // SAFETY: The vCPU is alive.
+        unsafe { bindings::kvm_pvlock_vcpu_preempted(self.as_raw()) }
+    }
+
+    /// Starts a lock wait with `token` (not 0) on this vCPU, which must be
+    /// the caller (a `KVM_HC_PVLOCK_WAIT` it makes). Returns whether it
+    /// halts; `false` if its kick came first or a wake-up event is pending.
+    pub fn wait(&self, token: u64) -> bool {
+        // SAFETY: The vCPU is alive; `hypercall()` runs on its thread, with
+        // an in-kernel local APIC (KVM checks before dispatching a wait).
+        unsafe { bindings::kvm_pvlock_wait(self.as_raw(), token) }
+    }
+
+    /// Kicks this vCPU's lock wait with `token` (not 0), now or when it
+    /// comes: [`abi::Kick::Woken`] if the vCPU was in that wait.
+    pub fn kick(&self, token: u64) -> abi::Kick {
+        // SAFETY: The vCPU is alive; kicking is safe from any thread.
+        if unsafe { bindings::kvm_pvlock_kick(self.as_raw(), token) } {
+            abi::Kick::Woken
+        } else {
+            abi::Kick::Held
+        }
+    }
+
+    /// Gives the caller's time slice to this vCPU; may sleep. Returns
+    /// whether the scheduler switched to it.
+    pub fn yield_to(&self) -> bool {
+        // SAFETY: The vCPU is alive; callers run in a hypercall, which may
+        // sleep (the hooks run under SRCU).
+        unsafe { bindings::kvm_pvlock_yield_to(self.as_raw()) }
+    }
+
+    /// Whether `self` and `other` are the same vCPU.
+    pub fn is(&self, other: &Vcpu) -> bool {
+        core::ptr::eq(self, other)
+    }
+}
+
+/// A VM.
+///
+/// # Invariants
+///
+/// The wrapped `kvm` is alive for as long as the reference.
+#[repr(transparent)]
+pub struct Vm(Opaque<bindings::kvm>);
+
+// SAFETY: The operations below are safe from any thread.
+unsafe impl Sync for Vm {}
+
+/// The pvlock state of a VM (`KVM_ENABLE_CAP(KVM_CAP_PVLOCK_KICK)`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VmState {
+    /// `KVM_PVLOCK_KICK_*` flags; 0 when the capability is disabled.
+    pub flags: u64,
+    /// Spin threshold the host recommends to the guest.
+    pub spin_threshold: u64,
+    /// The VMM configured the capability (enabled or disabled it) at least
+    /// once; set by KVM, ignored in what [`PvlockHost::enable_cap`] returns.
+    pub configured: bool,
+}
+
+impl Vm {
+    /// # Safety
+    ///
+    /// `ptr` is a live VM for `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut bindings::kvm) -> &'a Self {
+        // SAFETY: Transparent wrapper; validity from the caller.
+        unsafe { &*ptr.cast() }
+    }
+
+    /// The VM's vCPU with physical APIC ID `apic_id`, found as
+    /// `KVM_HC_KICK_CPU` finds its target; `None` for a broadcast ID or one
+    /// that no single vCPU has.
+    pub fn find_vcpu(&self, apic_id: u64) -> Option<&Vcpu> {
+        // SAFETY: The VM is alive; any ID is accepted.
+        let vcpu = unsafe { bindings::kvm_pvlock_find_vcpu(self.0.get(), apic_id) };
+        if vcpu.is_null() {
+            None
+        } else {
+            // SAFETY: A vCPU found in the VM lives as long as the VM.
+            Some(unsafe { Vcpu::from_raw(vcpu) })
+        }
+    }
+
+    /// The VM's pvlock state (a snapshot; it changes under `kvm->lock`).
+    pub fn pvlock_state(&self) -> VmState {
+        let mut st = bindings::kvm_pvlock_vm::default();
+        // SAFETY: The VM is alive; the function fills `st`.
+        unsafe { bindings::kvm_pvlock_vm_state(self.0.get(), &mut st) };
+        VmState {
+            flags: st.flags,
+            spin_threshold: st.spin_threshold,
+            configured: st.configured,
+        }
+    }
+}
+
+/// What the module implements. All functions may be called concurrently
+/// from any vCPU thread.
+pub trait PvlockHost: 'static {
+    /// The `KVM_PVLOCK_KICK_*` flags `enable_cap` accepts; also what
+    /// `KVM_CHECK_EXTENSION(KVM_CAP_PVLOCK_KICK)` returns.
+    const SUPPORTED_FLAGS: u64;
+
+    /// A pvlock hypercall (`KVM_HC_PVLOCK_*` number `nr`) of `vcpu`, on its
+    /// thread; returns the guest's RAX.
+    fn hypercall(vcpu: &Vcpu, nr: u32, args: [u64; 4]) -> i64;
+
+    /// `KVM_ENABLE_CAP(KVM_CAP_PVLOCK_KICK)` with `args`; returns the new
+    /// state for the VM, or an error for the VMM (nothing is changed then).
+    fn enable_cap(vm: &Vm, args: [u64; 4]) -> Result<VmState>;
+
+    /// Whether the guests of `vm`, whose VMM never configured the
+    /// capability, see `KVM_FEATURE_PVLOCK_KICK` and may use the hypercalls.
+    fn force_feature(vm: &Vm) -> bool;
+
+    /// `vcpu` left a lock wait, ended by a kick (`kicked`, `latency_ns`
+    /// after it) or by another event; on its thread.
+    fn wait_end(vcpu: &Vcpu, kicked: bool, latency_ns: u64);
+}
+
+struct Adapter<T>(PhantomData<T>);
+
+impl<T: PvlockHost> Adapter<T> {
+    const OPS: bindings::kvm_pvlock_ops = bindings::kvm_pvlock_ops {
+        supported_flags: T::SUPPORTED_FLAGS,
+        hypercall: Some(Self::hypercall),
+        enable_cap: Some(Self::enable_cap),
+        force_feature: Some(Self::force_feature),
+        wait_end: Some(Self::wait_end),
+    };
+
+    /// # Safety
+    ///
+    /// `vcpu` is a live vCPU, `args` points to four values (KVM's call).
+    unsafe extern "C" fn hypercall(
+        vcpu: *mut bindings::kvm_vcpu,
+        nr: c_ulong,
+        args: *const c_ulong,
+    ) -> c_long {
+        // SAFETY: KVM passes the live vCPU making the hypercall.
+        let vcpu = unsafe { Vcpu::from_raw(vcpu) };
+        // SAFETY: KVM passes an array of four arguments.
+        let a = unsafe { core::slice::from_raw_parts(args, 4) };
+        T::hypercall(
+            vcpu,
+            nr as u32,
+            [a[0] as u64, a[1] as u64, a[2] as u64, a[3] as u64],
+        ) as c_long
+    }
+
+    /// # Safety
+    ///
+    /// `kvm` is a live VM, `args` points to four values and `state` is
+    /// valid for writes (KVM's call).
+    unsafe extern "C" fn enable_cap(
+        kvm: *mut bindings::kvm,
+        args: *const u64,
+        state: *mut bindings::kvm_pvlock_vm,
+    ) -> c_int {
+        // SAFETY: KVM passes the live VM.
+        let vm = unsafe { Vm::from_raw(kvm) };
+        // SAFETY: KVM passes `cap->args`, four u64.
+        let a = unsafe { core::slice::from_raw_parts(args, 4) };
+        match T::enable_cap(vm, [a[0], a[1], a[2], a[3]]) {
+            Ok(st) => {
+                // SAFETY: KVM passes a state to fill, valid for writes.
+                unsafe {
+                    (*state).flags = st.flags;
+                    (*state).spin_threshold = st.spin_threshold;
+                }
+                0
+            }
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `kvm` is a live VM (KVM's call).
+    unsafe extern "C" fn force_feature(kvm: *mut bindings::kvm) -> bool {
+        // SAFETY: KVM passes a live VM.
+        T::force_feature(unsafe { Vm::from_raw(kvm) })
+    }
+
+    /// # Safety
+    ///
+    /// `vcpu` is a live vCPU, on its own thread (KVM's call).
+    unsafe extern "C" fn wait_end(vcpu: *mut bindings::kvm_vcpu, kicked: bool, latency_ns: u64) {
+        // SAFETY: KVM passes the live vCPU, on its own thread.
+        T::wait_end(unsafe { Vcpu::from_raw(vcpu) }, kicked, latency_ns)
+    }
+}
+
+/// The registration of a [`PvlockHost`] with KVM; unregistered on drop,
+/// which waits for every call in flight.
+pub struct Registration<T: PvlockHost> {
+    ops: &'static bindings::kvm_pvlock_ops,
+    _p: PhantomData<T>,
+}
+
+impl<T: PvlockHost> Registration<T> {
+    /// Registers `T`; `EBUSY` if another implementation is registered.
+    pub fn new() -> Result<Self> {
+        // A promoted constant: one address, kept for unregistering.
+        let ops: &'static bindings::kvm_pvlock_ops = &Adapter::<T>::OPS;
+        // SAFETY: `ops` is valid for `'static`.
+        to_result(unsafe { bindings::kvm_pvlock_register(ops) })?;
+        Ok(Self {
+            ops,
+            _p: PhantomData,
+        })
+    }
+}
+
+impl<T: PvlockHost> Drop for Registration<T> {
+    fn drop(&mut self) {
+        // SAFETY: Registered in `new()` with this pointer.
+        unsafe { bindings::kvm_pvlock_unregister(self.ops) };
+    }
+}

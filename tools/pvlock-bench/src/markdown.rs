@@ -1,0 +1,774 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `results.md`: the goals (decided on the intervals of the in-repetition
+//! ratios), one table per workload (rows overcommit, columns modes, then
+//! the ratios and the fairness), the kicks, the measurements lost per mode,
+//! the failures and the runs with their order.
+
+use crate::extract::Status;
+use crate::matrix::{Mode, Overcommit, Workload, STRESSNG_STRESSORS};
+use crate::results_json::Results;
+use crate::stats::{decide, target, Agg, GoalStatus, Summary};
+use pvlock_common::fmt::{fmt_count_short, fmt_num};
+use std::fmt::Write as _;
+
+/// `median [min, max]`, or just the value when there is one.
+pub fn fmt_agg(a: &Agg) -> String {
+    if a.n == 1 {
+        fmt_num(a.median)
+    } else {
+        format!(
+            "{} [{}, {}]",
+            fmt_num(a.median),
+            fmt_num(a.min),
+            fmt_num(a.max)
+        )
+    }
+}
+
+/// `median [lo, hi]` with the interval for the median, or just the value
+/// when there is one.
+pub fn fmt_ratio(a: &Agg) -> String {
+    if a.n == 1 {
+        fmt_num(a.median)
+    } else {
+        format!(
+            "{} [{}, {}]",
+            fmt_num(a.median),
+            fmt_num(a.lo),
+            fmt_num(a.hi)
+        )
+    }
+}
+
+/// `[lo, hi] 93.8%, n=5`: the interval for the median with its coverage.
+pub fn fmt_interval(a: &Agg) -> String {
+    format!(
+        "[{}, {}] {:.1}%, n={}",
+        fmt_num(a.lo),
+        fmt_num(a.hi),
+        a.coverage * 100.0,
+        a.n
+    )
+}
+
+/// Minutes and seconds.
+pub fn fmt_secs(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    if s >= 60 {
+        format!("{} min {:02} s", s / 60, s % 60)
+    } else {
+        format!("{s} s")
+    }
+}
+
+/// `+4.2%`, `-12%`.
+fn fmt_pct(x: f64) -> String {
+    if (x * 100.0).abs() < 10.0 {
+        format!("{:+.1}%", x * 100.0)
+    } else {
+        format!("{:+.0}%", x * 100.0)
+    }
+}
+
+/// The statuses other than ok, in the order of the tables.
+const BAD: [Status; 4] = [
+    Status::Timeout,
+    Status::Failed,
+    Status::WrongMode,
+    Status::NotRun,
+];
+
+fn status_counts(st: &[Option<Status>]) -> String {
+    let mut parts = Vec::new();
+    for s in BAD {
+        let n = st.iter().filter(|x| **x == Some(s)).count();
+        if n > 0 {
+            parts.push(format!("{n} {}", s.label()));
+        }
+    }
+    parts.join(", ")
+}
+
+fn value_cell(
+    s: &Summary,
+    oc: Overcommit,
+    w: Workload,
+    m: Mode,
+    reps: u32,
+    fairness: bool,
+) -> String {
+    let Some(c) = s.cell(oc, w, m) else {
+        return "-".into();
+    };
+    let a = if fairness { c.fairness } else { c.value };
+    let bad = status_counts(&c.statuses);
+    match a {
+        None if bad.is_empty() => "-".into(),
+        None => format!("**{bad}**"),
+        Some(a) => {
+            let mut t = fmt_agg(&a);
+            if a.n < reps as usize {
+                let _ = write!(t, " (n={}/{reps}", a.n);
+                if !bad.is_empty() {
+                    let _ = write!(t, "; {bad}");
+                }
+                t.push(')');
+            }
+            t
+        }
+    }
+}
+
+fn ratio_cell(s: &Summary, oc: Overcommit, w: Workload, pv: Mode, base: Mode, reps: u32) -> String {
+    let Some(r) = s.ratio(oc, w, pv, base) else {
+        return "-".into();
+    };
+    let Some(a) = r.agg else {
+        return "n/a".into();
+    };
+    let mut t = fmt_ratio(&a);
+    if a.n < reps as usize {
+        let _ = write!(t, " (n={}/{reps})", a.n);
+    }
+    if let Some(th) = target(oc, w, base) {
+        match decide(">=", th, &a) {
+            GoalStatus::Miss => {
+                let _ = write!(t, " **MISS < {th}**");
+            }
+            GoalStatus::Undecided => {
+                let _ = write!(t, " (undecided at {th})");
+            }
+            _ => {}
+        }
+    }
+    t
+}
+
+/// The Markdown table of workload `w`, or `None` if nothing of it ran.
+pub fn workload_table(s: &Summary, w: Workload, reps: u32) -> Option<String> {
+    let ocs: Vec<Overcommit> = Overcommit::ALL
+        .into_iter()
+        .filter(|oc| Mode::ALL.iter().any(|m| s.cell(*oc, w, *m).is_some()))
+        .collect();
+    if ocs.is_empty() {
+        return None;
+    }
+    let modes: Vec<Mode> = Mode::ALL
+        .into_iter()
+        .filter(|m| ocs.iter().any(|oc| s.cell(*oc, w, *m).is_some()))
+        .collect();
+    let mut ratios = Vec::new();
+    for pv in Mode::PVLOCK {
+        for base in Mode::BASES {
+            if ocs.iter().any(|oc| s.ratio(*oc, w, pv, base).is_some()) {
+                ratios.push((pv, base));
+            }
+        }
+    }
+    let fair = !w.is_macro();
+    let mut head = vec!["overcommit".to_string()];
+    head.extend(modes.iter().map(|m| m.label().to_string()));
+    head.extend(
+        ratios
+            .iter()
+            .map(|(p, b)| format!("{} / {}", p.short(), b.short())),
+    );
+    if fair {
+        head.extend(modes.iter().map(|m| format!("Max/Min {}", m.short())));
+    }
+    let mut t = format!("| {} |\n|{}\n", head.join(" | "), "---|".repeat(head.len()));
+    for oc in &ocs {
+        let mut row = vec![format!(
+            "{} ({} vCPUs / 2)",
+            oc.label(),
+            oc.guests() * oc.vcpus()
+        )];
+        row.extend(modes.iter().map(|m| value_cell(s, *oc, w, *m, reps, false)));
+        row.extend(
+            ratios
+                .iter()
+                .map(|(p, b)| ratio_cell(s, *oc, w, *p, *b, reps)),
+        );
+        if fair {
+            row.extend(modes.iter().map(|m| value_cell(s, *oc, w, *m, reps, true)));
+        }
+        let _ = writeln!(t, "| {} |", row.join(" | "));
+    }
+    Some(t)
+}
+
+/// The goals table, then the goals outside this run's matrix in one line.
+pub fn goals_table(s: &Summary) -> String {
+    let mut t = String::from(
+        "| goal | target | median | interval for the median (coverage, n) | result |\n|---|---|---|---|---|\n",
+    );
+    let mut outside = Vec::new();
+    for g in &s.goals {
+        if g.out_of_matrix() {
+            outside.push(g.name.as_str());
+            continue;
+        }
+        let target = match g.aim {
+            Some(aim) => format!("{} {} (aim {aim})", g.op, g.target),
+            None => format!("{} {}", g.op, g.target),
+        };
+        let (median, interval) = match &g.measured {
+            Some(a) => (fmt_num(a.median), fmt_interval(a)),
+            None => ("-".into(), "-".into()),
+        };
+        let margin = g
+            .margin
+            .map(|m| format!(" ({} of target)", fmt_pct(m)))
+            .unwrap_or_default();
+        let result = match g.status {
+            GoalStatus::Pass => format!("PASS{margin}"),
+            GoalStatus::Miss => format!("**MISS**{margin}"),
+            GoalStatus::Undecided => format!("undecided{margin}"),
+            GoalStatus::NotMeasured => "n/a".into(),
+        };
+        let note = if g.note.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", g.note)
+        };
+        let _ = writeln!(
+            t,
+            "| {} | {target} | {median} | {interval} | {result}{note} |",
+            g.name
+        );
+    }
+    if !outside.is_empty() {
+        let _ = writeln!(
+            t,
+            "\nNot in this run's matrix (quick mode or --only), n/a: {}.",
+            outside.join("; ")
+        );
+    }
+    t
+}
+
+/// One line per undecided goal: why its interval does not decide it.
+pub fn undecided_list(s: &Summary) -> Option<String> {
+    let lines: Vec<String> = s
+        .goals
+        .iter()
+        .filter_map(|g| Some(format!("- {}: {}", g.name, g.undecided_because()?)))
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("\n") + "\n")
+}
+
+/// Per mode: the measurements planned, those with a result, and every
+/// attempt (make-up runs included) by how it ended.
+pub fn loss_table(s: &Summary) -> Option<String> {
+    if s.losses.is_empty() {
+        return None;
+    }
+    let mut t = String::from(
+        "| mode | planned | measured | missing | attempts | ok | timeout | failed | wrong-mode | not-run | lost attempts |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for l in &s.losses {
+        let n = |st: Status| l.by_status.get(st.label()).copied().unwrap_or(0);
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            l.mode.map(|m| m.label()).unwrap_or("?"),
+            l.planned,
+            l.ok,
+            l.missing,
+            l.attempts,
+            n(Status::Ok),
+            n(Status::Timeout),
+            n(Status::Failed),
+            n(Status::WrongMode),
+            n(Status::NotRun),
+            l.loss_rate
+                .map(|r| format!("{:.0}%", r * 100.0))
+                .unwrap_or_else(|| "-".into()),
+        );
+    }
+    Some(t)
+}
+
+fn workload_title(w: Workload, r: &Results) -> String {
+    let s = &r.settings;
+    match w {
+        Workload::Contended => {
+            let mut t = format!(
+                "contended: locktorture spin_lock, 2 writers per L2 vCPU, {} s ({} s native)",
+                s.contended_secs, s.native_contended_secs
+            );
+            if r.summary
+                .cells
+                .iter()
+                .any(|c| c.key.mode == Mode::NativeTwo)
+            {
+                let _ = write!(
+                    t,
+                    "; native-2vcpu: 2 vCPUs, 4 writers, {} s, in the 2x L1 boot",
+                    s.contended_secs
+                );
+            }
+            t
+        }
+        Workload::Uncontended => format!(
+            "uncontended: locktorture spin_lock, 1 writer, {} s",
+            s.uncontended_secs
+        ),
+        Workload::Hackbench => format!(
+            "hackbench: rt-tests hackbench, process mode over sockets, groups = L2 vCPUs, {} loops",
+            s.hackbench_loops
+        ),
+        Workload::StressNg => format!(
+            "stress-ng: {} stressors, one instance of each per L2 vCPU, {} s",
+            STRESSNG_STRESSORS.replace(',', ", "),
+            s.stressng_secs
+        ),
+    }
+}
+
+/// Median of a per-instance number over the ok measurements of a cell.
+fn median_of(
+    r: &Results,
+    oc: Overcommit,
+    m: Mode,
+    f: impl Fn(&crate::extract::Instance) -> Option<f64>,
+) -> String {
+    let v: Vec<f64> = r
+        .measurements
+        .iter()
+        .filter(|x| {
+            x.key.overcommit == oc
+                && x.key.mode == m
+                && x.key.workload == Workload::Contended
+                && x.status == Status::Ok
+        })
+        .filter_map(|x| {
+            let per: Vec<f64> = x.instances.iter().filter_map(&f).collect();
+            (!per.is_empty()).then(|| per.iter().sum())
+        })
+        .collect();
+    crate::stats::agg(&v)
+        .map(|a| fmt_count_short(a.median))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// Kicks and hypercalls during the contended workload.
+fn kicks_table(r: &Results) -> Option<String> {
+    let s = &r.summary;
+    let mut rows = Vec::new();
+    for oc in Overcommit::ALL {
+        for m in Mode::ALL {
+            if s.cell(oc, Workload::Contended, m).is_none() || m.is_native() {
+                continue;
+            }
+            let hc = |nr: &'static str| {
+                move |i: &crate::extract::Instance| i.hypercalls.get(nr).map(|v| *v as f64)
+            };
+            let ctr = |c: &'static str| {
+                move |i: &crate::extract::Instance| i.counters.get(c).map(|v| *v as f64)
+            };
+            rows.push(format!(
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                oc.label(),
+                m.label(),
+                median_of(r, oc, m, hc("5")),
+                median_of(r, oc, m, hc("1886781441")),
+                median_of(r, oc, m, ctr("kicks")),
+                median_of(r, oc, m, ctr("taken_slow")),
+                median_of(r, oc, m, |i| {
+                    let h = i.counters.get("halts_head").copied().unwrap_or(0)
+                        + i.counters.get("halts_node").copied().unwrap_or(0)
+                        + i.counters.get("halts_early").copied().unwrap_or(0);
+                    (!i.counters.is_empty()).then_some(h as f64)
+                }),
+            ));
+        }
+    }
+    if rows.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "| overcommit | mode | L1: KVM_HC_KICK_CPU | L1: KVM_HC_PVLOCK_KICK | guest kicks | guest slow acquisitions | guest halts |\n|---|---|---|---|---|---|---|\n{}\n",
+        rows.join("\n")
+    ))
+}
+
+/// The whole `results.md`.
+pub fn markdown(r: &Results) -> String {
+    let s = &r.settings;
+    let reps = s.reps;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "# pvlock benchmark: {} mode{}\n",
+        if s.quick { "quick" } else { "full" },
+        if r.complete {
+            ""
+        } else {
+            " (INCOMPLETE: interrupted)"
+        }
+    );
+    let make_up = r.units.iter().filter(|u| u.name.contains("-retry")).count();
+    let _ = writeln!(
+        o,
+        "- started {}, took {} ({} runs of L1, {make_up} of them make-up runs for guests the platform lost)",
+        r.started,
+        fmt_secs(r.wall_secs),
+        r.units.len(),
+    );
+    let _ = writeln!(
+        o,
+        "- kernel {}, pvlock {}; L1: QEMU TCG with 2 vCPUs (KVM host, no pause-loop exiting), host_kvm force=1 loaded before the first guest of every L1 boot with a pvlock mode; L2: KVM guests in L1 (pvlock-kickcpu with guest_pvlock kick=1)",
+        r.kernel, r.git
+    );
+    let _ = writeln!(
+        o,
+        "- {reps} repetitions, interleaved: every mode of an overcommit level runs in one L1 boot, in turn, in an order that rotates left by one with each repetition (see the runs); values are median [min, max] over the repetitions"
+    );
+    let _ = writeln!(
+        o,
+        "- ratios are taken inside each repetition and shown as median [lo, hi]: [lo, hi] is the distribution-free interval for the median of the in-repetition ratios (order statistics: the narrowest with at least 90% coverage, which is min..max from 5 to 7 repetitions; with fewer, min..max and its real coverage, 75% for 3); n=k/{reps} when only k repetitions measured both sides; a goal passes or misses only when its whole interval is on one side of the target, else it is undecided"
+    );
+    let _ = writeln!(
+        o,
+        "- ratios say how much better pvlock did: throughput pvlock / base, for hackbench time base / pvlock; the limit ratio is pvlock with 4 vCPUs over native-2vcpu (1 means overcommit costs nothing); Max/Min is locktorture's per-writer spread (1 is perfectly fair)"
+    );
+    if let Some(only) = &r.only {
+        let _ = writeln!(o, "- only the cells matching `{only}`");
+    }
+    for n in &r.notes {
+        let _ = writeln!(o, "- note: {n}");
+    }
+    let _ = writeln!(o, "\n## Goals\n\n{}", goals_table(&r.summary));
+    if let Some(u) = undecided_list(&r.summary) {
+        let _ = writeln!(o, "Undecided:\n\n{u}");
+    }
+    for w in Workload::ALL {
+        if let Some(t) = workload_table(&r.summary, w, reps) {
+            let _ = writeln!(o, "## {}\n\n{}\n\n{t}", workload_title(w, r), w.unit());
+        }
+    }
+    if let Some(t) = kicks_table(r) {
+        let _ = writeln!(
+            o,
+            "## Kicks during the contended workload (median per run)\n\n{t}\nHypercalls as L1's kvm_hypercall trace event counted them; with two guests at once the counter is shared between them.\n"
+        );
+    }
+    if let Some(t) = loss_table(&r.summary) {
+        let _ = writeln!(
+            o,
+            "## Measurements per mode\n\nPlanned: the mode's cells x {reps} repetitions; measured: those with a number; attempts: every measurement the runs made, make-up runs included, by how it ended.\n\n{t}"
+        );
+    }
+    let bad: Vec<_> = r
+        .measurements
+        .iter()
+        .filter(|m| m.status != Status::Ok)
+        .collect();
+    let _ = writeln!(o, "## Failed and timed-out measurements\n");
+    if bad.is_empty() {
+        let _ = writeln!(o, "None.\n");
+    } else {
+        for m in bad {
+            let _ = writeln!(
+                o,
+                "- {} {}: **{}**: {}",
+                m.unit,
+                m.cell,
+                m.status.label(),
+                m.note.as_deref().unwrap_or("")
+            );
+        }
+        o.push('\n');
+    }
+    if !r.unused.is_empty() {
+        let _ = writeln!(
+            o,
+            "Not used (replaced by a make-up run, or repeated by one):\n"
+        );
+        for m in &r.unused {
+            let what = match m.status {
+                Status::Ok => format!(
+                    "{}: {}",
+                    m.status.label(),
+                    m.value.map(fmt_num).unwrap_or_default()
+                ),
+                _ => format!("{}: {}", m.status.label(), m.note.as_deref().unwrap_or("")),
+            };
+            let _ = writeln!(o, "- {} {}: {what}", m.unit, m.cell);
+        }
+        o.push('\n');
+    }
+    let _ = writeln!(
+        o,
+        "## Runs\n\n| run | modes, in run order | wall | attempts | vmtest verdict |\n|---|---|---|---|---|"
+    );
+    for u in &r.units {
+        let attempts = u.attempts.as_array().map(|a| a.len()).unwrap_or(0);
+        let verdict = match (&u.error, u.passed) {
+            (Some(e), _) => format!("error: {e}"),
+            (None, true) => "passed".into(),
+            (None, false) => {
+                let mut v = u
+                    .reasons
+                    .iter()
+                    .take(2)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                if u.reasons.len() > 2 {
+                    let _ = write!(v, "; +{} more", u.reasons.len() - 2);
+                }
+                format!("failed: {}", v.replace('|', "/"))
+            }
+        };
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {attempts} | {verdict} |",
+            u.name,
+            u.modes.join(" → "),
+            fmt_secs(u.wall_secs)
+        );
+    }
+    let charts: Vec<&str> = [
+        (Workload::Hackbench, "`hackbench.svg`"),
+        (Workload::StressNg, "`stressng.svg`"),
+    ]
+    .into_iter()
+    .filter(|(w, _)| r.summary.cells.iter().any(|c| c.key.workload == *w))
+    .map(|(_, f)| f)
+    .collect();
+    let _ = writeln!(
+        o,
+        "\nRaw numbers: `results.json`; charts: `throughput.svg`{}; each run's scenario, result and console logs: `scenarios/`, `runs/`.",
+        charts.iter().map(|c| format!(", {c}")).collect::<String>()
+    );
+    o
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::matrix::Settings;
+    use crate::results_json::{Results, UnitRecord};
+    use crate::stats::summarize;
+
+    #[test]
+    fn numbers() {
+        assert_eq!(fmt_secs(412.4), "6 min 52 s");
+        assert_eq!(fmt_secs(7.0), "7 s");
+        assert_eq!(fmt_pct(0.0421), "+4.2%");
+        assert_eq!(fmt_pct(-0.123), "-12%");
+        let a = crate::stats::agg(&[1.0, 2.0, 3.0, 4.0, 5.0]).unwrap();
+        assert_eq!(fmt_interval(&a), "[1.00, 5.00] 93.8%, n=5");
+    }
+
+    fn unit(name: &str, modes: &[Mode]) -> UnitRecord {
+        UnitRecord {
+            name: name.into(),
+            rep: 1,
+            overcommit: "2x".into(),
+            modes: modes.iter().map(|m| m.label().to_string()).collect(),
+            scenario: "s.toml".into(),
+            result_file: "r.json".into(),
+            wall_secs: 150.0,
+            attempts: serde_json::json!([{}]),
+            passed: true,
+            reasons: vec![],
+            error: None,
+            host: Default::default(),
+            loadavg: String::new(),
+            other_qemus: 0,
+        }
+    }
+
+    pub(crate) fn results() -> Results {
+        let (ms, cells) = crate::stats::tests::sample();
+        let summary = summarize(&ms, &[], &cells, 3);
+        use Mode::*;
+        Results {
+            tool: "pvlock-bench".into(),
+            version: "0".into(),
+            started: "2026-11-30 00:00:00 UTC".into(),
+            finished: None,
+            wall_secs: 412.0,
+            complete: true,
+            kernel: "7.3.4".into(),
+            git: "abc1234".into(),
+            kdir: "/k".into(),
+            settings: Settings::new(true, None, 1),
+            only: None,
+            hackbench: None,
+            stressng: None,
+            notes: vec![],
+            matrix: cells.iter().map(|c| c.id()).collect(),
+            order: vec!["r1-2x".into(), "r2-2x".into()],
+            units: vec![
+                unit("r1-2x", &[Native, NativeTwo, Upstream, KickCpu, HostKvm]),
+                unit("r2-2x", &[NativeTwo, Upstream, KickCpu, HostKvm, Native]),
+            ],
+            measurements: ms,
+            unused: vec![],
+            summary,
+        }
+    }
+
+    #[test]
+    fn contended_table() {
+        let r = results();
+        let t = workload_table(&r.summary, Workload::Contended, 3).unwrap();
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 4, "{t}");
+        assert_eq!(
+            lines[0],
+            "| overcommit | native | native-2vcpu | upstream-pv | pvlock-kickcpu | pvlock-hostkvm | kickcpu / native | kickcpu / upstream | kickcpu / native-2vcpu | hostkvm / native | hostkvm / upstream | hostkvm / native-2vcpu | Max/Min native | Max/Min native-2vcpu | Max/Min upstream | Max/Min kickcpu | Max/Min hostkvm |"
+        );
+        assert_eq!(lines[1].matches("---|").count(), 17);
+        let row: Vec<&str> = lines[3].split(" | ").collect();
+        assert_eq!(row[0], "| 2x (4 vCPUs / 2)");
+        assert_eq!(row[1], "15.0k [10.0k, 20.0k] (n=2/3; 1 timeout)");
+        assert_eq!(row[2], "1.00M [500k, 1.50M]");
+        assert_eq!(row[7], "1.10 [1.05, 1.15] **MISS < 1.2**");
+        assert_eq!(row[8], "0.880 [0.840, 0.920] (undecided at 0.9)");
+        assert_eq!(row[10], "1.30 [1.25, 1.35]");
+        assert_eq!(row[12], "500 [500, 500] (n=2/3; 1 timeout)");
+        // native-2vcpu only runs at 2x.
+        let row: Vec<&str> = lines[2].split(" | ").collect();
+        assert_eq!(row[0], "| 1x (2 vCPUs / 2)");
+        assert_eq!(row[2], "-");
+        assert_eq!(row[8], "-");
+        assert_eq!(row[6], "1.00 [0.950, 1.05] (undecided at 0.97)");
+        assert!(workload_table(&r.summary, Workload::Hackbench, 3).is_none());
+        assert!(workload_table(&r.summary, Workload::StressNg, 3).is_none());
+    }
+
+    #[test]
+    fn goals_and_misses_are_flagged() {
+        let r = results();
+        let t = workload_table(&r.summary, Workload::Uncontended, 3).unwrap();
+        assert!(
+            t.contains("| 0.950 [0.950, 0.950] **MISS < 0.97** |"),
+            "{t}"
+        );
+        assert!(!t.contains("kickcpu"), "{t}");
+        let g = goals_table(&r.summary);
+        assert!(g.starts_with(
+            "| goal | target | median | interval for the median (coverage, n) | result |\n"
+        ));
+        assert!(g.contains("| 1x uncontended: pvlock-hostkvm / native | >= 0.97 | 0.950 | [0.950, 0.950] 75.0%, n=3 | **MISS** (-2.1% of target) |"), "{g}");
+        assert!(
+            g.contains("| 2x contended: pvlock-hostkvm / native | >= 10 | 51.0 | [50.0, 52.0] 50.0%, n=2 | PASS (+410% of target) |"),
+            "{g}"
+        );
+        assert!(
+            g.contains("| 1x contended: pvlock-kickcpu / native | >= 0.97 | 1.00 | [0.950, 1.05] 75.0%, n=3 | undecided (+3.1% of target) |"),
+            "{g}"
+        );
+        assert!(g.contains("| 2x contended fairness: Max/Min of pvlock-kickcpu / Max/Min of upstream-pv | <= 1 | 0.933 | [0.800, 1.07] 75.0%, n=3 | undecided (-6.7% of target); median Max/Min over all repetitions 1.40 vs 1.50 |"), "{g}");
+        // Goals outside the matrix: one line, not a row each.
+        let outside = g
+            .lines()
+            .find(|l| l.starts_with("Not in this run's matrix (quick mode or --only), n/a: "))
+            .unwrap();
+        for name in [
+            "1x uncontended: pvlock-kickcpu / native",
+            "3x contended: pvlock-kickcpu / native",
+        ] {
+            assert!(!g.contains(&format!("| {name} |")), "{g}");
+            assert!(outside.contains(&format!("{name}; ")), "{outside}");
+        }
+        assert!(g.contains("hackbench at every level: pvlock-hostkvm / upstream-pv"));
+        let u = undecided_list(&r.summary).unwrap();
+        assert!(u.starts_with("- 1x contended: pvlock-kickcpu / native: median 1.00, +3.1% from the target >= 0.97, but its 75.0% interval [0.950, 1.05] (n=3) runs from -2.1% to +8.2% of it: the interval is wider than the margin it would decide"), "{u}");
+        assert_eq!(u.lines().count(), 3, "{u}");
+    }
+
+    #[test]
+    fn loss_table_per_mode() {
+        let r = results();
+        let t = loss_table(&r.summary).unwrap();
+        assert!(
+            t.contains("| native | 9 | 8 | 1 | 9 | 8 | 1 | 0 | 0 | 0 | 11% |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| native-2vcpu | 3 | 3 | 0 | 3 | 3 | 0 | 0 | 0 | 0 | 0% |"),
+            "{t}"
+        );
+        assert_eq!(t.lines().count(), 2 + 5);
+    }
+
+    #[test]
+    fn results_json_round_trip() {
+        let r = results();
+        let dir = std::env::temp_dir().join(format!("pvlock-bench-rt-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("results.json");
+        std::fs::write(&p, serde_json::to_string_pretty(&r).unwrap()).unwrap();
+        let back = Results::load(&p).unwrap();
+        assert_eq!(back.summary, r.summary);
+        assert_eq!(markdown(&back), markdown(&r));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_older_results_json_still_makes_a_report() {
+        // results.json as pvlock-bench wrote it before the order rotated:
+        // none of the fields added since.
+        let mut v = serde_json::to_value(results()).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("stressng");
+        o.remove("summary");
+        o["settings"]
+            .as_object_mut()
+            .unwrap()
+            .remove("stressng_secs");
+        for m in o["measurements"].as_array_mut().unwrap() {
+            m.as_object_mut().unwrap().remove("position");
+        }
+        let dir = std::env::temp_dir().join(format!("pvlock-bench-old-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("results.json");
+        std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+        let back = Results::load(&p).unwrap();
+        assert_eq!(back.settings.stressng_secs, 0);
+        let md = markdown(&back);
+        assert!(md.contains("## Goals"));
+        assert!(
+            md.contains("| 2x contended: pvlock-hostkvm / upstream-pv | >= 1.2 | 1.30 |"),
+            "{md}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn whole_report() {
+        let r = results();
+        let md = markdown(&r);
+        assert!(md.starts_with("# pvlock benchmark: quick mode\n"));
+        assert!(md.contains("## Goals"));
+        assert!(md.contains("Undecided:\n\n- "));
+        assert!(md.contains(
+            "## contended: locktorture spin_lock, 2 writers per L2 vCPU, 5 s (5 s native); native-2vcpu: 2 vCPUs, 4 writers, 5 s, in the 2x L1 boot"
+        ));
+        assert!(md.contains("## uncontended"));
+        assert!(!md.contains("## hackbench"));
+        assert!(md.contains("## Measurements per mode"));
+        assert!(md.contains(
+            "## Failed and timed-out measurements\n\n- r3-2x 2x/contended/native: **timeout**"
+        ));
+        assert!(md.contains("took 6 min 52 s"));
+        assert!(!md.contains("Not used"));
+        // The run list shows each run's order.
+        assert!(md.contains("| r2-2x | native-2vcpu → upstream-pv → pvlock-kickcpu → pvlock-hostkvm → native | 2 min 30 s | 1 | passed |"), "{md}");
+        let mut r = r;
+        let mut lost = r.measurements[0].clone();
+        lost.status = Status::NotRun;
+        lost.note = Some("native-1: never booted".into());
+        lost.unit = "r1-2x".into();
+        r.unused.push(lost);
+        let md = markdown(&r);
+        assert!(md.contains("Not used (replaced by a make-up run, or repeated by one):\n\n- r1-2x 2x/contended/native: not-run: native-1: never booted\n"), "{md}");
+    }
+}

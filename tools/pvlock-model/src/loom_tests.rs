@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The model check: every interleaving (up to loom's bounds) of small
+//! scenarios. A lost wake-up leaves a thread blocked for good (loom reports
+//! a deadlock); two owners at once touch the critical section's
+//! `UnsafeCell` concurrently (loom reports a causality violation).
+
+use super::*;
+use crate::sync::Arc;
+use loom::cell::UnsafeCell;
+use loom::thread;
+
+/// With MODEL_TRACE set, a failing execution prints its trace.
+fn trace_on_panic() {
+    if std::env::var_os("MODEL_TRACE").is_some() {
+        std::panic::set_hook(Box::new(|info| {
+            eprintln!("{info}");
+            if let Ok(t) = TRACE.try_lock() {
+                for l in t.iter() {
+                    eprintln!("  trace: {l}");
+                }
+            }
+        }));
+    }
+}
+
+fn builder(preemptions: usize) -> loom::model::Builder {
+    trace_on_panic();
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(preemptions);
+    // Spin loops make long (finite) paths.
+    b.max_branches = 200_000;
+    b
+}
+
+/// The critical section: owners take turns on this cell, and loom reports
+/// two at once.
+struct Shared {
+    cell: UnsafeCell<u64>,
+}
+
+impl Shared {
+    fn new() -> Self {
+        Shared {
+            cell: UnsafeCell::new(0),
+        }
+    }
+
+    fn enter(&self) {
+        // SAFETY: Only the lock's owner gets here: that is what is checked.
+        self.cell.with_mut(|p| unsafe { *p += 1 });
+    }
+
+    fn total(&self) -> u64 {
+        // SAFETY: Every thread has been joined.
+        self.cell.with(|p| unsafe { *p })
+    }
+}
+
+/// CPU 0 holds the lock and releases it; CPU 1 wants it, spins once and
+/// waits; with `interrupt`, an interrupt may end CPU 1's wait early.
+fn holder_and_waiter(cfg: Config, interrupt: bool) {
+    builder(3).check(move || {
+        let hv = Arc::new(Hypervisor::new(2, cfg));
+        let l = new_lock(2, &cfg);
+        let word = Arc::new(ModelLock::new(u32::from(qspinlock::Q_LOCKED_VAL)));
+
+        let waiter = {
+            let (hv, l, word) = (hv.clone(), l.clone(), word.clone());
+            thread::spawn(move || {
+                let cpu = Cpu::new(&hv, 1);
+                lock(&l, &cpu, &word);
+                unlock(&l, &cpu, &word);
+                hv.progress(1);
+            })
+        };
+        let irq = interrupt.then(|| {
+            let hv = hv.clone();
+            thread::spawn(move || hv.interrupt(1))
+        });
+        {
+            let cpu = Cpu::new(&hv, 0);
+            unlock(&l, &cpu, &word);
+            hv.progress(0);
+        }
+        waiter.join().unwrap();
+        if let Some(i) = irq {
+            i.join().unwrap();
+        }
+        assert_eq!(word.word(), 0);
+        assert_eq!(
+            counter(&l, "bad_unlocks"),
+            0,
+            "an unlock found no waiter to kick"
+        );
+    });
+}
+
+/// Two waiters behind a holder: the queue, the hand-over to a waiting
+/// successor (hashed by the new head for the unlock to kick).
+fn two_waiters(cfg: Config) {
+    builder(2).check(move || {
+        let hv = Arc::new(Hypervisor::new(3, cfg));
+        let l = new_lock(3, &cfg);
+        let word = Arc::new(ModelLock::new(u32::from(qspinlock::Q_LOCKED_VAL)));
+        let ts: Vec<_> = (1..3)
+            .map(|id| {
+                let (hv, l, word) = (hv.clone(), l.clone(), word.clone());
+                thread::spawn(move || {
+                    let cpu = Cpu::new(&hv, id);
+                    lock(&l, &cpu, &word);
+                    unlock(&l, &cpu, &word);
+                    hv.progress(id);
+                })
+            })
+            .collect();
+        {
+            let cpu = Cpu::new(&hv, 0);
+            unlock(&l, &cpu, &word);
+            hv.progress(0);
+        }
+        for t in ts {
+            t.join().unwrap();
+        }
+        assert_eq!(word.word(), 0);
+    });
+}
+
+/// Two CPUs take the lock twice each, from free, touching the critical
+/// section: mutual exclusion, and node, token and hash-entry reuse.
+fn twice_each(cfg: Config) {
+    builder(2).check(move || {
+        let hv = Arc::new(Hypervisor::new(2, cfg));
+        let l = new_lock(2, &cfg);
+        let word = Arc::new(ModelLock::default());
+        let shared = Arc::new(Shared::new());
+        let ts: Vec<_> = (0..2)
+            .map(|id| {
+                let (hv, l, word, shared) = (hv.clone(), l.clone(), word.clone(), shared.clone());
+                thread::spawn(move || {
+                    let cpu = Cpu::new(&hv, id);
+                    for _ in 0..2 {
+                        lock(&l, &cpu, &word);
+                        shared.enter();
+                        unlock(&l, &cpu, &word);
+                        hv.progress(id);
+                    }
+                })
+            })
+            .collect();
+        for t in ts {
+            t.join().unwrap();
+        }
+        assert_eq!(shared.total(), 4);
+        assert_eq!(word.word(), 0);
+        assert_eq!(
+            counter(&l, "bad_unlocks"),
+            0,
+            "an unlock found no waiter to kick"
+        );
+    });
+}
+
+#[test]
+fn wait_and_kick() {
+    holder_and_waiter(Config::new(algo::MODE_WAIT), false);
+}
+
+#[test]
+fn wait_and_kick_with_interrupt() {
+    holder_and_waiter(Config::new(algo::MODE_WAIT), true);
+}
+
+#[test]
+fn hlt_and_kick_cpu() {
+    holder_and_waiter(Config::new(algo::MODE_HLT), false);
+}
+
+#[test]
+fn hlt_and_kick_cpu_with_interrupt() {
+    holder_and_waiter(Config::new(algo::MODE_HLT), true);
+}
+
+#[test]
+fn queue_of_two_waiters() {
+    two_waiters(Config::new(algo::MODE_WAIT));
+}
+
+#[test]
+fn mutual_exclusion_and_reuse() {
+    twice_each(Config::new(algo::MODE_WAIT));
+}
+
+#[test]
+fn preempted_holder_early_wait_and_yield() {
+    let mut cfg = Config::new(algo::MODE_WAIT);
+    cfg.preempted = true;
+    cfg.yield_enabled = true;
+    cfg.spin_threshold = 1 << 10;
+    holder_and_waiter(cfg, false);
+}
+
+#[test]
+fn refused_kick_falls_back_to_kick_cpu() {
+    let mut cfg = Config::new(algo::MODE_WAIT);
+    cfg.fault = Fault::Refused;
+    holder_and_waiter(cfg, false);
+}
+
+#[test]
+fn refused_kick_without_kick_cpu_sends_an_nmi() {
+    let mut cfg = Config::new(algo::MODE_WAIT);
+    cfg.fault = Fault::Refused;
+    cfg.have_kick_cpu = false;
+    holder_and_waiter(cfg, false);
+}
+
+#[test]
+fn withdrawn_hypercalls_fall_back_to_hlt() {
+    let mut cfg = Config::new(algo::MODE_WAIT);
+    cfg.fault = Fault::Gone;
+    holder_and_waiter(cfg, false);
+}
+
+#[test]
+fn no_kick_at_all_spins() {
+    let mut cfg = Config::new(algo::MODE_WAIT);
+    cfg.fault = Fault::AllGone;
+    holder_and_waiter(cfg, false);
+}
+
+/// The seeded bugs, each with the scenario that shows it, and what loom
+/// must report.
+const MUTANTS: [(&str, &str); 6] = [
+    ("no-recheck", "deadlock"),
+    ("no-held-kick", "deadlock"),
+    ("no-slow-mark", "deadlock"),
+    ("token-after-recheck", "deadlock"),
+    ("mark-before-hash", "an unlock found no waiter to kick"),
+    ("no-fallback", "deadlock"),
+];
+
+/// Runs the mutant named by `PVLOCK_MUTANT`; `mutants_fail_the_model` runs
+/// it in a child process (loom aborts on a deadlock).
+#[test]
+#[ignore = "run by mutants_fail_the_model"]
+fn mutant() {
+    let name = std::env::var("PVLOCK_MUTANT").unwrap_or_default();
+    let mut cfg = Config::new(algo::MODE_WAIT);
+    match name.as_str() {
+        "no-recheck" => {
+            cfg.mutant = Some(Mutant::NoRecheck);
+            holder_and_waiter(cfg, false);
+        }
+        "no-held-kick" => {
+            cfg.hold_kicks = false;
+            holder_and_waiter(cfg, false);
+        }
+        "no-slow-mark" => {
+            cfg.mutant = Some(Mutant::NoSlowMark);
+            two_waiters(cfg);
+        }
+        "token-after-recheck" => {
+            cfg.mutant = Some(Mutant::TokenAfterRecheck);
+            holder_and_waiter(cfg, false);
+        }
+        "mark-before-hash" => {
+            cfg.mutant = Some(Mutant::MarkBeforeHash);
+            holder_and_waiter(cfg, false);
+        }
+        "no-fallback" => {
+            cfg.mutant = Some(Mutant::NoFallback);
+            cfg.fault = Fault::Refused;
+            holder_and_waiter(cfg, false);
+        }
+        other => panic!("unknown mutant {other:?}"),
+    }
+}
+
+/// Runs mutant `name` in a child process; its output and whether it failed.
+fn run_mutant(name: &str) -> (bool, String) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "loom_tests::mutant", "--ignored", "--nocapture"])
+        .env("PVLOCK_MUTANT", name)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    (!out.status.success(), text.into_owned())
+}
+
+/// Each seeded bug makes loom find the failure it causes.
+#[test]
+fn mutants_fail_the_model() {
+    for (name, want) in MUTANTS {
+        let (failed, text) = run_mutant(name);
+        assert!(failed, "mutant {name} must fail the model:\n{text}");
+        assert!(
+            text.contains(want),
+            "mutant {name}: expected {want:?} in:\n{text}"
+        );
+        eprintln!("mutant {name}: the model fails ({want})");
+    }
+}

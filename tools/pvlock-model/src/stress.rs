@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The algorithm with real threads: mutual exclusion, every mode, faults.
+//! A lost wake-up blocks a thread for good: each run is bounded, and a run
+//! that does not finish in time fails as a deadlock.
+
+use super::*;
+use std::sync::atomic::AtomicU64 as StdU64;
+use std::time::Duration;
+
+/// `threads` threads take and release one lock `iters` times each; returns
+/// the lock state for the counters. Panics on two owners at once, a lost
+/// increment, a lock left held, a bad unlock, or a run over 120 s.
+fn hammer(cfg: Config, threads: usize, iters: u64) -> std::sync::Arc<algo::PvLock> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let l = new_lock(threads, &cfg);
+    let l2 = l.clone();
+    std::thread::spawn(move || {
+        let hv = Hypervisor::new(threads, cfg);
+        let word = ModelLock::default();
+        // Not atomic on purpose as a read-modify-write: two owners at once
+        // would lose increments.
+        let counter = StdU64::new(0);
+        let inside = AtomicU32::new(0);
+        std::thread::scope(|s| {
+            for id in 0..threads {
+                let (hv, l, word, counter, inside) = (&hv, &l2, &word, &counter, &inside);
+                s.spawn(move || {
+                    let cpu = Cpu::new(hv, id);
+                    for i in 0..iters {
+                        lock(l, &cpu, word);
+                        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two owners");
+                        let v = counter.load(Ordering::Relaxed);
+                        if i % 64 == 0 {
+                            std::thread::yield_now();
+                        }
+                        counter.store(v + 1, Ordering::Relaxed);
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        unlock(l, &cpu, word);
+                    }
+                });
+            }
+        });
+        assert_eq!(counter.load(Ordering::Relaxed), threads as u64 * iters);
+        assert_eq!(word.word(), 0, "lock left held or queued");
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(Duration::from_secs(120))
+        .expect("a thread never got the lock: a lost wake-up");
+    assert!(l.idle());
+    assert_eq!(counter(&l, "bad_unlocks"), 0);
+    l
+}
+
+#[test]
+fn mutual_exclusion_wait_hypercall() {
+    let l = hammer(Config::new(algo::MODE_WAIT), 4, 20_000);
+    // Every slow release kicked, once.
+    assert_eq!(counter(&l, "released_slow"), counter(&l, "kicks"));
+    assert_eq!(counter(&l, "kick_failures"), 0);
+}
+
+#[test]
+fn mutual_exclusion_hlt_kick_cpu() {
+    let l = hammer(Config::new(algo::MODE_HLT), 4, 20_000);
+    assert_eq!(counter(&l, "released_slow"), counter(&l, "kicks"));
+}
+
+#[test]
+fn waits_happen_and_kicks_are_held() {
+    // A tiny threshold makes waiters wait often: the protocol paths run.
+    let l = hammer(Config::new(algo::MODE_WAIT), 3, 20_000);
+    assert!(counter(&l, "halts_head") + counter(&l, "halts_node") > 0);
+    assert!(counter(&l, "kicks") > 0);
+}
+
+#[test]
+fn refused_kicks_fall_back_to_kick_cpu() {
+    let mut cfg = Config::new(algo::MODE_WAIT);
+    cfg.fault = Fault::Refused;
+    let l = hammer(cfg, 3, 5_000);
+    assert!(counter(&l, "kick_failures") > 0);
+    assert_eq!(counter(&l, "kicks_fallback"), counter(&l, "kick_failures"));
+    assert_eq!(counter(&l, "mode_changes"), 0);
+}
+
+#[test]
+fn refused_kicks_without_kick_cpu_wake_with_an_nmi() {
+    let mut cfg = Config::new(algo::MODE_WAIT);
+    cfg.fault = Fault::Refused;
+    cfg.have_kick_cpu = false;
+    let l = hammer(cfg, 3, 5_000);
+    assert!(counter(&l, "kicks_nmi") > 0);
+    assert_eq!(counter(&l, "kicks_nmi"), counter(&l, "kick_failures"));
+}
+
+#[test]
+fn withdrawn_hypercalls_move_to_hlt() {
+    let mut cfg = Config::new(algo::MODE_WAIT);
+    cfg.fault = Fault::Gone;
+    let l = hammer(cfg, 3, 5_000);
+    assert_eq!(l.mode(), algo::MODE_HLT);
+    assert_eq!(counter(&l, "mode_changes"), 1);
+}
+
+#[test]
+fn no_kick_at_all_moves_to_spin() {
+    let mut cfg = Config::new(algo::MODE_WAIT);
+    cfg.fault = Fault::AllGone;
+    let l = hammer(cfg, 3, 5_000);
+    assert_eq!(l.mode(), algo::MODE_SPIN);
+    assert_eq!(counter(&l, "mode_changes"), 2);
+}
+
+#[test]
+fn preempted_holders_early_waits_and_yields() {
+    let mut cfg = Config::new(algo::MODE_WAIT);
+    cfg.preempted = true;
+    cfg.yield_enabled = true;
+    cfg.spin_threshold = 1 << 12;
+    let l = hammer(cfg, 4, 10_000);
+    assert!(counter(&l, "halts_early") > 0);
+    assert!(counter(&l, "yields") > 0);
+}

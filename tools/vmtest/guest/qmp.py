@@ -1,0 +1,88 @@
+# SPDX-License-Identifier: GPL-2.0
+"""QMP client of the pvlock harness: asks a silent kernel's QEMU why.
+
+    python3 qmp.py SOCKET nmi    an NMI to every vCPU (inject-nmi)
+    python3 qmp.py SOCKET regs   register samples of every vCPU
+
+L1's guest library (pvlock.sh) runs it with the host's python3 against the
+QMP socket of each L2's QEMU; the harness (tools/vmtest) runs it against
+L1's. "regs" needs no help from the guest: a kernel whose every CPU has
+interrupts off prints nothing, not even for an NMI, but QEMU still shows
+where each vCPU is. It prints, per sample (two, half a second apart) and
+vCPU, one line
+
+    sample=S cpu=N rip=HEX rfl=HEX hlt=0|1 cpl=N stack=HEX,...
+
+from HMP's "info registers -a" (hlt is QEMU's view: KVM's halted state for
+an L2, whose pvlock lock waits KVM reports as runnable) and the words of the
+top of the vCPU's kernel stack that point into kernel or module text (at
+most 12 of the first 24). Errors (QEMU cannot stop a vCPU thread within
+10 s, say) end it with a non-zero status and a message.
+"""
+import json
+import re
+import socket
+import sys
+import time
+
+TEXT_LO, TEXT_HI = 0xFFFFFFFF80000000, 0xFFFFFFFFFF000000
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[2] not in ("nmi", "regs"):
+        sys.exit("usage: qmp.py SOCKET nmi|regs")
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(10)
+    s.connect(sys.argv[1])
+    f = s.makefile("rw")
+
+    def reply():
+        while True:
+            line = f.readline()
+            if not line:
+                sys.exit("QMP closed the connection")
+            m = json.loads(line)
+            if "event" not in m:
+                return m
+
+    def cmd(c, args=None):
+        f.write(json.dumps({"execute": c, "arguments": args or {}}) + "\n")
+        f.flush()
+        m = reply()
+        if "error" in m:
+            sys.exit(c + ": " + m["error"].get("desc", "error"))
+        return m["return"]
+
+    def hmp(line, cpu=None):
+        a = {"command-line": line}
+        if cpu is not None:
+            a["cpu-index"] = cpu
+        return cmd("human-monitor-command", a)
+
+    reply()
+    cmd("qmp_capabilities")
+    if sys.argv[2] == "nmi":
+        cmd("inject-nmi")
+        return
+    for sample in (1, 2):
+        if sample > 1:
+            time.sleep(0.5)
+        for block in re.split(r"^CPU#", hmp("info registers -a"), flags=re.M)[1:]:
+            cpu = int(block.split(None, 1)[0])
+
+            def reg(k):
+                m = re.search(r"\b" + k + r"=([0-9a-f]+)", block)
+                return m.group(1) if m else "0"
+
+            rsp, cpl = int(reg("RSP"), 16), int(reg("CPL"))
+            stack = []
+            if cpl == 0 and rsp:
+                out = hmp("x/24gx 0x%x" % rsp, cpu)
+                words = [int(w, 16) for w in re.findall(r" 0x([0-9a-f]{16})", out)]
+                stack = ["%x" % w for w in words if TEXT_LO <= w < TEXT_HI][:12]
+            print("sample=%d cpu=%d rip=%s rfl=%s hlt=%s cpl=%d stack=%s"
+                  % (sample, cpu, reg("RIP"), reg("RFL"), reg("HLT"), cpl, ",".join(stack)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1147 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Turning the L1 console (which carries L2's, relayed with a `[<name>] `
+//! prefix) into one result per run.
+//!
+//! The guest library prints marker lines `@@PV L<level>.<name> <event>
+//! <data>`; everything else is kernel or QEMU output, kept for the console
+//! log and scanned for kernel problems.
+
+use crate::regs::{parse_modmap, Module, Symbols, VcpuRegs};
+use regex::Regex;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
+
+/// A step as it ran.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StepResult {
+    pub id: String,
+    pub call: String,
+    pub rc: Option<i64>,
+    pub secs: Option<f64>,
+    pub timed_out: bool,
+    /// Where on the console it ended (see [`Parsed::seq`]).
+    #[serde(skip)]
+    pub end_seq: Option<u64>,
+}
+
+/// One locktorture run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Locktorture {
+    pub kind: String,
+    pub writers: u64,
+    pub secs: f64,
+    pub total: Option<u64>,
+    pub max: Option<u64>,
+    pub min: Option<u64>,
+    /// Writes per second over the run.
+    pub per_sec: Option<f64>,
+    pub fail: Option<u64>,
+    /// `SUCCESS` or `FAILURE` from "End of test".
+    pub verdict: Option<String>,
+    /// locktorture's own "???" mark of a suspicious Max/Min spread.
+    pub suspicious: bool,
+}
+
+/// One hackbench run (rt-tests, the `hackbench` step).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Hackbench {
+    pub groups: u64,
+    pub loops: u64,
+    /// hackbench's own "Time:" seconds; `None` if it failed or timed out.
+    pub time: Option<f64>,
+    pub rc: Option<i64>,
+    /// Wall seconds of the step's hackbench, as the guest measured them.
+    pub secs: Option<f64>,
+    /// Stopped by the step's own bound.
+    pub timed_out: bool,
+    pub error: Option<String>,
+}
+
+/// One stress-ng run (the `stressng` step): its stressors ran at once,
+/// each with `instances` instances, for `duration` seconds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StressNg {
+    /// The stressors, as the step named them.
+    pub stressors: Vec<String>,
+    /// Instances of each stressor.
+    pub instances: u64,
+    /// The seconds asked for (stress-ng's `--timeout`).
+    pub duration: u64,
+    /// The geometric mean of the stressors' bogo ops/s (real time), as
+    /// stress-ng's `--metrics-brief` reports them; `None` if it failed or
+    /// timed out.
+    pub ops_per_sec: Option<f64>,
+    /// Each stressor's bogo ops/s (real time).
+    pub rates: BTreeMap<String, f64>,
+    /// stress-ng's exit status.
+    pub rc: Option<i64>,
+    /// Wall seconds of the step's stress-ng, as the guest measured them.
+    pub secs: Option<f64>,
+    /// Stopped by the step's own bound.
+    pub timed_out: bool,
+    /// What went wrong (`timeout` when the bound stopped it).
+    pub error: Option<String>,
+}
+
+/// What a kernel was running at a point of its console: the harness tells
+/// the platform's failures from the project's by it ([`crate::platform`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CodeState {
+    /// Project code ran in the kernel: guest_pvlock in an L2, from the step
+    /// that loads it (or its first kernel line) until it is unloaded;
+    /// host_kvm in L1, from the step that loads it on.
+    pub project_code: bool,
+    /// A lock-op switch was in flight: guest_pvlock's `switching the lock
+    /// ops` line had come, its `installed`/`uninstalled` line not yet.
+    pub switching: bool,
+}
+
+/// L1's NMI probe of a silent L2 (the harness's, through QMP, of a silent
+/// L1): QEMU's `inject-nmi` sends an NMI to every vCPU, and a Linux guest
+/// reports each (`Uhhuh. NMI received for unknown reason 3c on CPU 2.`).
+/// An NMI ends a `HLT` and a lock wait, whatever the guest waits for.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct NmiProbe {
+    /// NMIs injected (each to every vCPU).
+    pub injected: u32,
+    /// Why an NMI could not be injected, if one could not.
+    pub failed: Option<String>,
+    /// The CPUs that reported the last NMI.
+    pub answered: BTreeSet<u32>,
+    /// The kernel's first line (its heartbeat included) after an NMI that
+    /// is not its report of the NMI: it was silent until the NMI, then ran
+    /// on.
+    pub resumed: Option<String>,
+    /// Nothing but NMI reports from the kernel since the last NMI.
+    pub silent_after_last: bool,
+    /// The kernel's state when the last NMI was injected.
+    pub at_last: CodeState,
+}
+
+/// One kernel (L1 or an L2 instance).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Node {
+    pub level: u32,
+    pub booted: bool,
+    pub boot_uptime: Option<f64>,
+    pub nproc: Option<u64>,
+    pub kernel: Option<String>,
+    pub cmdline: Option<String>,
+    pub done: bool,
+    pub done_uptime: Option<f64>,
+    pub steps: Vec<StepResult>,
+    pub modules: Vec<String>,
+    pub dmesg: Vec<String>,
+    pub params: BTreeMap<String, BTreeMap<String, String>>,
+    pub stats: Vec<serde_json::Value>,
+    pub stat_errors: Vec<String>,
+    pub info: BTreeMap<String, String>,
+    pub locktorture: Vec<Locktorture>,
+    pub loadloops: Vec<BTreeMap<String, String>>,
+    /// `online_cpus` results (`online`, `busy`).
+    pub cpus: Vec<BTreeMap<String, String>>,
+    /// `hotplug_loop` results (`rounds`, `ok`, `busy`, `online`).
+    pub hotplug: Vec<BTreeMap<String, String>>,
+    pub hackbench: Vec<Hackbench>,
+    /// `stressng` results.
+    pub stressng: Vec<StressNg>,
+    pub warnings: Option<u64>,
+    /// L1: KVM hypercalls by number (decimal string) during each `l2` step.
+    pub hypercalls: BTreeMap<String, BTreeMap<String, u64>>,
+    pub kvmtest: Vec<String>,
+    /// `@@KVMTEST case=...` lines, by case.
+    pub kvmtest_cases: BTreeMap<String, BTreeMap<String, String>>,
+    pub out: Vec<String>,
+    pub errors: Vec<String>,
+    /// Kernel messages that report a problem (BUG, Oops, WARNING, panic,
+    /// RCU stall, soft lockup), from the console.
+    pub problems: Vec<String>,
+    /// Reports of CPUs that answered no NMI (a backtrace request, from the
+    /// RCU stall detector or `csdlock_debug`): those vCPUs did not run.
+    pub nmi_silent: Vec<String>,
+    /// The probe of the kernel when it went silent.
+    pub nmi: NmiProbe,
+    /// Register samples of the kernel when it went silent
+    /// ([`crate::regs`]), and why none could be taken.
+    pub regs: Vec<VcpuRegs>,
+    pub regs_failed: Option<String>,
+    /// The modules the kernel last said it had loaded (`modmap`).
+    pub modmap: Vec<Module>,
+    /// guest_pvlock's lock-op switch lines, from the kernel's console.
+    pub switches: Vec<String>,
+    /// What the kernel runs now (at the end of the console).
+    pub state: CodeState,
+    /// Per line of `problems`: where it came on the console
+    /// ([`Parsed::seq`]), the kernel's timestamp, and the kernel's state.
+    #[serde(skip)]
+    pub problem_at: Vec<(u64, Option<f64>, CodeState)>,
+    /// Per line of `errors`: where it came on the console.
+    #[serde(skip)]
+    pub error_seqs: Vec<u64>,
+    /// Where the kernel's last line (NMI reports aside) came.
+    #[serde(skip)]
+    pub last_seq: u64,
+    /// L2 instances: the exit status L1 saw.
+    pub exit_rc: Option<i64>,
+    /// L1: KVM's shutdown exits of its guests (`kvm:kvm_exit` trace lines
+    /// with SVM exit code 0x7f), i.e. the guest triple faults.
+    pub shutdown_exits: Vec<String>,
+    /// The last console lines of this kernel.
+    #[serde(skip)]
+    pub tail: Vec<String>,
+    /// Interrupts taken inside a hardirq handler (an `asm_sysvec_*` or
+    /// `asm_common_interrupt` frame within a stack's `<IRQ>` block), with
+    /// the function each one interrupted: the console sequence number and
+    /// that function's frame line. x86 Linux runs hardirq handlers with
+    /// interrupts off, so only a CPU that delivers an interrupt with them
+    /// off, or code that enabled them there, makes one.
+    pub irq_in_irq: Vec<(u64, String)>,
+    /// Backtrace NMIs the kernel sent (`Sending NMI from CPU 3 to CPUs
+    /// 2:`) that the CPU has not answered yet (`NMI backtrace for cpu 2`):
+    /// CPU and the kernel time of the request. One unanswered 10 s later
+    /// goes to `nmi_silent`.
+    #[serde(skip)]
+    pub nmi_pending: Vec<(u32, f64)>,
+    /// The register dumps' `RIP:` lines (oopses, NMI backtraces).
+    #[serde(skip)]
+    pub rips: Vec<String>,
+    /// Parser state: inside a stack's `<IRQ>` block; an interrupt entry
+    /// frame was just seen there.
+    #[serde(skip)]
+    pub stack: StackState,
+    /// Interrupts nested in the current `<IRQ>` block, kept when the block
+    /// ends unless a frame from the interrupted one on is softirq
+    /// processing (softirqs run on the IRQ stack with interrupts on).
+    #[serde(skip)]
+    pub irq_candidates: Vec<(u64, String)>,
+    #[serde(skip)]
+    pub irq_softirq: bool,
+}
+
+/// Where the parser is in a stack trace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StackState {
+    #[default]
+    Outside,
+    InIrq,
+    /// Inside `<IRQ>`, right after an interrupt entry frame.
+    IrqEntry,
+}
+
+/// A frame of softirq processing, which runs on the IRQ stack with
+/// interrupts enabled: an interrupt nested below it is legitimate.
+fn is_softirq_frame(f: &str) -> bool {
+    [
+        "handle_softirqs",
+        "__do_softirq",
+        "do_softirq",
+        "irq_exit_rcu",
+        "__irq_exit_rcu",
+        "irq_exit",
+        "run_ksoftirqd",
+    ]
+    .iter()
+    .any(|k| f.starts_with(&format!("{k}+")))
+}
+
+/// The function name of a stack trace line (`[ 1.2]  ? name+0x1/0x2`).
+fn frame_of(text: &str) -> Option<&str> {
+    let body = match text.find("] ") {
+        Some(i) if text.starts_with('[') => &text[i + 2..],
+        _ => text,
+    };
+    let f = body.trim_start().trim_start_matches("? ").trim();
+    (f.contains("+0x") && !f.contains(' ')).then_some(f)
+}
+
+/// Everything parsed from one run's console.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Parsed {
+    /// "l1" and the L2 instance names.
+    pub nodes: BTreeMap<String, Node>,
+    /// Console lines fed so far: a line's place in the console, which
+    /// orders events across kernels.
+    #[serde(skip)]
+    pub seq: u64,
+    /// The kernel's symbols, to name the addresses of register samples.
+    #[serde(skip)]
+    pub symbols: Option<Arc<Symbols>>,
+    /// Seconds since the run began, as the caller last said: the time at
+    /// which the next line arrives.
+    #[serde(skip)]
+    pub wall: f64,
+    /// Per line fed (index `seq - 1`), the `wall` at which it came: the
+    /// console interleaves kernels, and kernel timestamps are each
+    /// kernel's own.
+    #[serde(skip)]
+    pub wall_at: Vec<f64>,
+}
+
+fn re(cell: &'static OnceLock<Regex>, pat: &str) -> &'static Regex {
+    cell.get_or_init(|| Regex::new(pat).expect("valid regex"))
+}
+
+fn writes_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    re(
+        &R,
+        r"Writes:\s+Total:\s+(\d+)\s+Max/Min:\s+(\d+)/(\d+)\s*(\?\?\?)?\s*Fail:\s+(\d+)",
+    )
+}
+
+fn problem_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    re(
+        &R,
+        r"(BUG:|Oops|WARNING:|Kernel panic|rcu: INFO|soft lockup|hard LOCKUP|general protection fault|stack guard page|Call Trace:|cut here|Code: |csd: Detected non-responsive CSD lock)",
+    )
+}
+
+fn uhhuh_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    re(
+        &R,
+        r"NMI received for unknown reason [0-9a-f]+ on CPU (\d+)",
+    )
+}
+
+fn nmi_sent_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    re(&R, r"Sending NMI from CPU \d+ to CPUs ([\d,]+):")
+}
+
+fn nmi_backtrace_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    re(&R, r"NMI backtrace for cpu (\d+)")
+}
+
+fn timestamp_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    re(&R, r"^\[\s*(\d+\.\d+)\]")
+}
+
+/// The kernel's timestamp of a console line (`[   60.64] ...`).
+pub fn timestamp(text: &str) -> Option<f64> {
+    timestamp_re()
+        .captures(text)
+        .and_then(|c| c[1].parse().ok())
+}
+
+/// A kernel's report of an NMI that no handler claimed (one per CPU:
+/// `Uhhuh. NMI received for unknown reason 3c on CPU 2.`, then `Dazed and
+/// confused, but trying to continue`), or of a slow NMI handler, printed
+/// once the CPU can print: it says the CPU took the NMI, not that the
+/// kernel runs on.
+pub fn is_nmi_report(text: &str) -> bool {
+    [
+        "NMI received for unknown reason",
+        "Dazed and confused",
+        "strange power saving mode",
+        "unknown_nmi_error",
+    ]
+    .iter()
+    .any(|k| text.contains(k))
+        || (text.contains("NMI handler") && text.contains("took too long"))
+}
+
+/// A line of a kernel's problem report (the stall detectors' reports and
+/// reminders, a backtrace, a register dump): a stuck kernel prints these
+/// as long as one CPU takes timer ticks.
+pub fn is_report_line(text: &str) -> bool {
+    let body = match text.find("] ") {
+        Some(i) if text.starts_with('[') => &text[i + 2..],
+        _ => text,
+    };
+    problem_re().is_match(text)
+        || body.starts_with(' ')
+        || body.starts_with('<')
+        || [
+            "rcu:",
+            "csd:",
+            "NMI",
+            "CPU: ",
+            "RIP:",
+            "RSP:",
+            "RAX:",
+            "RDX:",
+            "RBP:",
+            "R10:",
+            "R13:",
+            "FS:",
+            "CS:",
+            "CR2:",
+            "PKRU:",
+            "Tainted:",
+            "task:",
+            "watchdog:",
+            "Modules linked",
+            "INFO:",
+            "Hardware name",
+            "Workqueue:",
+            "---[",
+        ]
+        .iter()
+        .any(|k| body.starts_with(k))
+        || body.starts_with("smp:")
+        || body.starts_with("Sending NMI")
+        || body.starts_with("After 10 seconds")
+}
+
+/// The project's module in a kernel: guest_pvlock in an L2, host_kvm in L1.
+fn project_module(kernel: &str) -> &'static str {
+    if kernel == "l1" {
+        "host_kvm"
+    } else {
+        "guest_pvlock"
+    }
+}
+
+fn kv(s: &str) -> BTreeMap<String, String> {
+    s.split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+const TAIL: usize = 40;
+
+/// The kernel a console line comes from and its text: L2 lines come
+/// relayed by L1 as "[<name>] ...", everything else is L1's.
+pub fn split_origin(line: &str) -> (&str, &str) {
+    match line.strip_prefix('[').and_then(|r| r.split_once("] ")) {
+        Some((name, rest)) if name.contains('-') && !name.contains(' ') => (name, rest),
+        _ => ("l1", line),
+    }
+}
+
+impl Parsed {
+    /// When console line `seq` came (seconds since the run began).
+    pub fn wall_of(&self, seq: u64) -> f64 {
+        let i = (seq as usize).saturating_sub(1);
+        self.wall_at
+            .get(i)
+            .or(self.wall_at.last())
+            .copied()
+            .unwrap_or(0.0)
+    }
+
+    fn node(&mut self, name: &str) -> &mut Node {
+        self.nodes.entry(name.to_string()).or_default()
+    }
+
+    /// Feeds one console line.
+    pub fn line(&mut self, raw: &str) {
+        self.seq += 1;
+        self.wall_at.push(self.wall);
+        let line = raw.trim_end_matches(['\r', '\n']);
+        let (origin, text) = split_origin(line);
+        let origin = origin.to_string();
+        {
+            let n = self.node(&origin);
+            n.tail.push(text.to_string());
+            if n.tail.len() > TAIL {
+                n.tail.remove(0);
+            }
+        }
+        if !is_nmi_report(text) && !text.contains("@@PV L0.") {
+            self.output(&origin, text);
+        }
+        let kernel_text = match text.find("@@PV ") {
+            Some(pos) => &text[..pos],
+            None => text,
+        };
+        self.kernel_text(&origin, kernel_text);
+        if let Some(pos) = text.find("@@PV ") {
+            // Consoles interleave: a line may hold more than one marker (an
+            // L2's unfinished line, then L1's own marker after it).
+            for m in text[pos + 5..].split("@@PV ") {
+                self.marker(&origin, m.trim_end());
+            }
+        }
+        if text.contains("haven't responded to the NMI") {
+            self.node(&origin).nmi_silent.push(text.to_string());
+        }
+        if let Some(c) = uhhuh_re().captures(text) {
+            if let Ok(cpu) = c[1].parse() {
+                self.node(&origin).nmi.answered.insert(cpu);
+            }
+        }
+    }
+
+    /// A line of `origin` other than an NMI report: the kernel runs (an
+    /// L2's console also carries L1's marker about it and QEMU's messages,
+    /// which are not the L2's). Any line at all says that L1 runs.
+    fn output(&mut self, origin: &str, text: &str) {
+        let own = if origin == "l1" {
+            !text.starts_with("[qemu]")
+        } else {
+            match text.find("@@PV ") {
+                Some(pos) => pos > 0 || text[pos + 5..].starts_with(&format!("L2.{origin} ")),
+                None => !text.starts_with("qemu-system"),
+            }
+        };
+        let seq = self.seq;
+        if own {
+            let n = self.node(origin);
+            n.last_seq = seq;
+            // A report of a problem (an RCU stall's periodic reminder, a
+            // backtrace) comes from a stuck kernel too: no sign that it
+            // runs on.
+            if !is_report_line(text) {
+                Self::resumed(n, text);
+            }
+        }
+        if origin != "l1" {
+            if let Some(l1) = self.nodes.get_mut("l1") {
+                Self::resumed(l1, &format!("[{origin}] {text}"));
+            }
+        }
+    }
+
+    fn resumed(n: &mut Node, text: &str) {
+        if n.nmi.silent_after_last {
+            n.nmi.silent_after_last = false;
+            if n.nmi.resumed.is_none() {
+                n.nmi.resumed = Some(text.to_string());
+            }
+        }
+    }
+
+    /// A heartbeat of kernel `origin` (neither logged nor parsed otherwise):
+    /// it runs on, and so does L1, which relayed it.
+    pub fn heartbeat(&mut self, origin: &str) {
+        for who in [origin, "l1"] {
+            if let Some(n) = self.nodes.get_mut(who) {
+                Self::resumed(n, "@@HB (its heartbeat)");
+            }
+        }
+    }
+
+    /// An NMI was injected into every vCPU of kernel `kernel` (by L1, or
+    /// by the harness for L1).
+    pub fn nmi_injected(&mut self, kernel: &str) {
+        let n = self.node(kernel);
+        n.nmi.injected += 1;
+        n.nmi.answered.clear();
+        n.nmi.silent_after_last = true;
+        n.nmi.at_last = n.state;
+    }
+
+    /// No NMI could be injected into kernel `kernel`, for reason `why`.
+    pub fn nmi_failed(&mut self, kernel: &str, why: &str) {
+        self.node(kernel).nmi.failed = Some(why.to_string());
+    }
+
+    /// Kernel output (not a marker) of `origin`: problems, and what the
+    /// project's code is doing.
+    fn kernel_text(&mut self, origin: &str, text: &str) {
+        let seq = self.seq;
+        let module = project_module(origin);
+        let n = self.node(origin);
+        if text.contains(&format!("{module}: ")) {
+            n.state.project_code = true;
+        }
+        if module == "guest_pvlock" {
+            if text.contains("guest_pvlock: switching the lock ops") {
+                n.state.switching = true;
+                n.switches.push(text.to_string());
+            } else if [
+                "guest_pvlock: installed in",
+                "guest_pvlock: uninstalled in",
+                "guest_pvlock: not installing: the lock ops cannot be switched",
+            ]
+            .iter()
+            .any(|k| text.contains(k))
+            {
+                n.state.switching = false;
+                n.switches.push(text.to_string());
+            }
+        }
+        if text.contains("RIP: ") {
+            n.rips.push(text.to_string());
+        }
+        if let Some(t) = timestamp(text) {
+            let (late, pending): (Vec<_>, Vec<_>) =
+                n.nmi_pending.iter().partition(|&&(_, at)| t - at > 10.0);
+            for (cpu, at) in late {
+                n.nmi_silent.push(format!(
+                    "CPU {cpu} did not answer the backtrace NMI sent at {at:.1} s within 10 s"
+                ));
+            }
+            n.nmi_pending = pending;
+            if let Some(c) = nmi_sent_re().captures(text) {
+                for cpu in c[1].split(',').filter_map(|c| c.trim().parse().ok()) {
+                    n.nmi_pending.push((cpu, t));
+                }
+            } else if let Some(c) = nmi_backtrace_re().captures(text) {
+                if let Ok(cpu) = c[1].parse::<u32>() {
+                    n.nmi_pending.retain(|&(p, _)| p != cpu);
+                }
+            }
+        }
+        if text.contains("<IRQ>") {
+            n.stack = StackState::InIrq;
+            n.irq_candidates.clear();
+            n.irq_softirq = false;
+        } else if text.contains("</IRQ>") || text.contains("<TASK>") || text.contains("<NMI>") {
+            if n.stack != StackState::Outside && !n.irq_softirq {
+                let found = std::mem::take(&mut n.irq_candidates);
+                n.irq_in_irq.extend(found);
+            }
+            n.irq_candidates.clear();
+            n.stack = StackState::Outside;
+        } else if n.stack != StackState::Outside {
+            if let Some(f) = frame_of(text) {
+                if !n.irq_candidates.is_empty() && is_softirq_frame(f) {
+                    n.irq_softirq = true;
+                }
+                if n.stack == StackState::IrqEntry {
+                    if is_softirq_frame(f) {
+                        n.irq_softirq = true;
+                    }
+                    n.irq_candidates.push((seq, f.to_string()));
+                    n.stack = StackState::InIrq;
+                } else if f.starts_with("asm_sysvec_") || f.starts_with("asm_common_interrupt") {
+                    n.stack = StackState::IrqEntry;
+                }
+            }
+        }
+        if !text.is_empty() && problem_re().is_match(text) {
+            n.problems.push(text.to_string());
+            n.problem_at.push((seq, timestamp(text), n.state));
+        }
+    }
+
+    fn marker(&mut self, origin: &str, m: &str) {
+        let mut it = m.splitn(3, ' ');
+        let who = it.next().unwrap_or("");
+        let event = it.next().unwrap_or("");
+        let data = it.next().unwrap_or("").to_string();
+        let (level, name) = match who.split_once('.') {
+            Some((l, n)) => (
+                l.trim_start_matches('L').parse().unwrap_or(0),
+                n.to_string(),
+            ),
+            None => (0, origin.to_string()),
+        };
+        // Reports about a kernel, by L1 (or by the harness, about L1).
+        if event == "nmi-injected" || event == "nmi-failed" {
+            let (kernel, why) = data.split_once(' ').unwrap_or((&data, ""));
+            if event == "nmi-injected" {
+                self.nmi_injected(kernel);
+            } else {
+                self.nmi_failed(kernel, why);
+            }
+            return;
+        }
+        // Register samples of a silent kernel, by L1 (or by the harness,
+        // of L1), named with the modules that kernel had loaded.
+        if event == "regs" || event == "regs-failed" {
+            let (kernel, rest) = data.split_once(' ').unwrap_or((&data, ""));
+            let symbols = self.symbols.clone();
+            let n = self.node(kernel);
+            if event == "regs-failed" {
+                n.regs_failed = Some(rest.to_string());
+            } else if let Some(r) = VcpuRegs::parse(rest, &n.modmap, symbols.as_deref()) {
+                n.regs.push(r);
+            }
+            return;
+        }
+        // L1 reports about L2 instances.
+        if event == "l2-exit" {
+            let mut w = data.split_whitespace();
+            let inst = w.next().unwrap_or("").to_string();
+            let rc = w
+                .next()
+                .and_then(|r| r.strip_prefix("rc="))
+                .and_then(|r| r.parse().ok());
+            self.node(&inst).exit_rc = rc;
+            return;
+        }
+        let seq = self.seq;
+        let module = project_module(&name);
+        let node = self.node(&name);
+        node.level = level;
+        let errors = node.errors.len();
+        match event {
+            "boot" => {
+                node.booted = true;
+                let m = kv(&data);
+                node.boot_uptime = m.get("uptime").and_then(|v| v.parse().ok());
+                node.nproc = m.get("nproc").and_then(|v| v.parse().ok());
+                node.kernel = m.get("kernel").cloned();
+            }
+            "cmdline" => node.cmdline = Some(data),
+            "done" => {
+                node.done = true;
+                node.done_uptime = kv(&data).get("uptime").and_then(|v| v.parse().ok());
+            }
+            "step-begin" => {
+                let (id, call) = data.split_once(' ').unwrap_or((&data, ""));
+                if call.starts_with(&format!("load {module}")) || call.starts_with("loadloop") {
+                    node.state.project_code = true;
+                }
+                node.steps.push(StepResult {
+                    id: id.to_string(),
+                    call: call.to_string(),
+                    ..Default::default()
+                });
+            }
+            "step-end" => {
+                let (id, rest) = data.split_once(' ').unwrap_or((&data, ""));
+                let m = kv(rest);
+                if let Some(s) = node.steps.iter_mut().rev().find(|s| s.id == id) {
+                    s.rc = m.get("rc").and_then(|v| v.parse().ok());
+                    s.secs = m.get("secs").and_then(|v| v.parse().ok());
+                    s.end_seq = Some(seq);
+                }
+            }
+            "step-timeout" => {
+                let id = data.split_whitespace().next().unwrap_or("");
+                if let Some(s) = node.steps.iter_mut().rev().find(|s| s.id == id) {
+                    s.timed_out = true;
+                    s.end_seq.get_or_insert(seq);
+                }
+            }
+            "module" => {
+                // guest_pvlock's code is gone once it is unloaded (or its
+                // load failed); L1's KVM keeps host_kvm's state for its
+                // guests, so L1 counts as running project code from the
+                // first load on.
+                if let Some(rest) = data.strip_prefix(&format!("{module} ")) {
+                    if rest.starts_with("loaded") {
+                        node.state.project_code = true;
+                    } else if module == "guest_pvlock"
+                        && (rest.starts_with("unloaded") || rest.starts_with("failed"))
+                    {
+                        node.state.project_code = false;
+                        node.state.switching = false;
+                    }
+                }
+                node.modules.push(data)
+            }
+            "dmesg" => node.dmesg.push(data),
+            "modmap" => node.modmap = parse_modmap(&data),
+            "params" => {
+                let (m, rest) = data.split_once(' ').unwrap_or((&data, ""));
+                node.params.insert(m.to_string(), kv(rest));
+            }
+            "stat" => match serde_json::from_str(&data) {
+                Ok(v) => node.stats.push(v),
+                Err(e) => node.stat_errors.push(format!("bad JSON ({e}): {data}")),
+            },
+            "stat-error" => node.stat_errors.push(data),
+            "info" => {
+                node.info = data
+                    .split(';')
+                    .filter_map(|kv| kv.split_once(": "))
+                    .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                    .collect();
+            }
+            "lt" => {
+                if node.locktorture.last().is_none_or(|l| !l.kind.is_empty()) {
+                    node.locktorture.push(Locktorture::default());
+                }
+                let lt = node.locktorture.last_mut().expect("pushed above");
+                if let Some(c) = writes_re().captures(&data) {
+                    lt.total = c[1].parse().ok();
+                    lt.max = c[2].parse().ok();
+                    lt.min = c[3].parse().ok();
+                    lt.suspicious = c.get(4).is_some();
+                    lt.fail = c[5].parse().ok();
+                }
+                if data.contains("End of test: SUCCESS") {
+                    lt.verdict = Some("SUCCESS".into());
+                } else if data.contains("End of test: FAILURE") {
+                    lt.verdict = Some("FAILURE".into());
+                }
+            }
+            "locktorture" => {
+                if node.locktorture.last().is_none_or(|l| !l.kind.is_empty()) {
+                    node.locktorture.push(Locktorture::default());
+                }
+                let lt = node.locktorture.last_mut().expect("pushed above");
+                let m = kv(&data);
+                lt.kind = m.get("type").cloned().unwrap_or_else(|| "?".into());
+                lt.writers = m.get("writers").and_then(|v| v.parse().ok()).unwrap_or(0);
+                lt.secs = m.get("secs").and_then(|v| v.parse().ok()).unwrap_or(0.0);
+                // The guest's one-line copy of the summary, for a run whose
+                // "lt" lines the kernel's console output split.
+                let num = |k: &str| m.get(k).and_then(|v| v.parse().ok());
+                if lt.total.is_none() {
+                    lt.total = num("total");
+                    lt.max = num("max");
+                    lt.min = num("min");
+                    lt.fail = num("fail");
+                    lt.suspicious = m.get("suspicious").is_some_and(|v| v == "1");
+                }
+                if lt.verdict.is_none() {
+                    lt.verdict = m.get("verdict").cloned();
+                }
+                if let (Some(t), true) = (lt.total, lt.secs > 0.0) {
+                    lt.per_sec = Some(t as f64 / lt.secs);
+                }
+                if m.contains_key("error") || data.starts_with("error=") {
+                    node.errors.push(format!("locktorture: {data}"));
+                }
+            }
+            "loadloop" => node.loadloops.push(kv(&data)),
+            "cpus" => node.cpus.push(kv(&data)),
+            "hotplug" => node.hotplug.push(kv(&data)),
+            "hackbench" => {
+                let m = kv(&data);
+                let num = |k: &str| m.get(k).and_then(|v| v.parse().ok());
+                let error = data.split_once("error=").map(|(_, e)| e.to_string());
+                let hb = Hackbench {
+                    groups: num("groups").unwrap_or(0),
+                    loops: num("loops").unwrap_or(0),
+                    time: if error.is_none() {
+                        m.get("time").and_then(|v| v.parse().ok())
+                    } else {
+                        None
+                    },
+                    rc: m.get("rc").and_then(|v| v.parse().ok()),
+                    secs: m.get("secs").and_then(|v| v.parse().ok()),
+                    timed_out: error.as_deref() == Some("timeout"),
+                    error,
+                };
+                if let Some(e) = &hb.error {
+                    node.errors.push(format!("hackbench: {e}"));
+                } else if hb.time.is_none() {
+                    node.errors.push(format!("hackbench: no time in '{data}'"));
+                }
+                node.hackbench.push(hb);
+            }
+            "stressng" => {
+                let m = kv(&data);
+                let num = |k: &str| m.get(k).and_then(|v| v.parse().ok());
+                let error = data.split_once("error=").map(|(_, e)| e.to_string());
+                let sn = StressNg {
+                    stressors: m
+                        .get("stressors")
+                        .map(|v| v.split(',').map(str::to_string).collect())
+                        .unwrap_or_default(),
+                    instances: num("instances").unwrap_or(0),
+                    duration: num("duration").unwrap_or(0),
+                    ops_per_sec: if error.is_none() {
+                        m.get("ops_per_sec").and_then(|v| v.parse().ok())
+                    } else {
+                        None
+                    },
+                    rates: m
+                        .get("rates")
+                        .map(|v| {
+                            v.split(',')
+                                .filter_map(|p| p.split_once(':'))
+                                .filter_map(|(k, r)| Some((k.to_string(), r.parse().ok()?)))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                    rc: m.get("rc").and_then(|v| v.parse().ok()),
+                    secs: m.get("secs").and_then(|v| v.parse().ok()),
+                    timed_out: error.as_deref() == Some("timeout"),
+                    error,
+                };
+                if let Some(e) = &sn.error {
+                    node.errors.push(format!("stressng: {e}"));
+                } else if sn.ops_per_sec.is_none() {
+                    node.errors.push(format!("stressng: no rate in '{data}'"));
+                }
+                node.stressng.push(sn);
+            }
+            "warnings" => node.warnings = kv(&data).get("count").and_then(|v| v.parse().ok()),
+            "hypercalls" => {
+                let mut w = data.split_whitespace();
+                let step = w.next().unwrap_or("l2").to_string();
+                let counts = w
+                    .filter_map(|p| p.split_once(':'))
+                    .filter_map(|(nr, c)| Some((nr.to_string(), c.parse().ok()?)))
+                    .collect();
+                node.hypercalls.insert(step, counts);
+            }
+            "kvmtest" => {
+                if let Some(rest) = data.strip_prefix("@@KVMTEST ") {
+                    let m = kv(rest);
+                    if let Some(case) = m.get("case") {
+                        node.kvmtest_cases.insert(case.clone(), m);
+                    } else if rest.starts_with("summary") {
+                        node.kvmtest_cases.insert("summary".into(), m);
+                    }
+                }
+                node.kvmtest.push(data);
+            }
+            "out" => node.out.push(data),
+            "error" => node.errors.push(data),
+            "l2-shutdown-exit" => node.shutdown_exits.push(data),
+            _ => {}
+        }
+        let added = node.errors.len() - errors;
+        node.error_seqs.extend(std::iter::repeat_n(seq, added));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_line_stands_in_for_split_lt_lines() {
+        // As seen: the kernel's own "End of test" line landed inside the
+        // guest's echo of the Writes line.
+        let mut p = Parsed::default();
+        for l in [
+            "[g-1] @@PV L2.g-1 step-begin lt1 locktorture spin_lock 8 60",
+            "[g-1] [   72.332591] Writes:  Total: 26284561  Max/Min: 3920091/2097268   Fail: 0 ",
+            "[g-1] @@PV L2.g-1 lt [[   72.332814] spin_lock-torture:--- End of test: SUCCESS: acq_writer_lim=0",
+            "[g-1]    72.332591] Writes:  Total: 26284561  Max/Min: 3920091/2097268   Fail: 0",
+            "[g-1] @@PV L2.g-1 lt [   72.332814] spin_lock-torture:--- End of test: SUCCESS: acq_writer_lim=0",
+            "[g-1] @@PV L2.g-1 locktorture type=spin_lock writers=8 secs=61.46 total=26284561 max=3920091 min=2097268 fail=0 verdict=SUCCESS",
+        ] {
+            p.line(l);
+        }
+        let lt = &p.nodes["g-1"].locktorture[0];
+        assert_eq!(lt.total, Some(26284561));
+        assert_eq!(
+            (lt.max, lt.min, lt.fail),
+            (Some(3920091), Some(2097268), Some(0))
+        );
+        assert_eq!(lt.verdict.as_deref(), Some("SUCCESS"));
+        assert!(lt
+            .per_sec
+            .is_some_and(|r| (r - 26284561.0 / 61.46).abs() < 1.0));
+        // Intact lt lines win over the summary line.
+        let mut q = Parsed::default();
+        q.line("[g-1] @@PV L2.g-1 lt [ 9.1] Writes:  Total: 10  Max/Min: 6/4   Fail: 1");
+        q.line("[g-1] @@PV L2.g-1 lt [ 9.2] spin_lock-torture:--- End of test: FAILURE: x");
+        q.line("[g-1] @@PV L2.g-1 locktorture type=spin_lock writers=2 secs=5 total=99 fail=0 verdict=SUCCESS");
+        let lt = &q.nodes["g-1"].locktorture[0];
+        assert_eq!((lt.total, lt.fail), (Some(10), Some(1)));
+        assert_eq!(lt.verdict.as_deref(), Some("FAILURE"));
+    }
+
+    const CONSOLE: &str = "\
+@@PV L1.l1 boot uptime=1.36 nproc=2 kernel=7.3.4
+@@PV L1.l1 step-begin load1 load host_kvm force=1
+@@PV L1.l1 module host_kvm loaded params=[force=1]
+@@PV L1.l1 step-end load1 rc=0 secs=0.12
+@@PV L1.l1 step-begin l22 l2 290 g:1:4:768M:host
+[g-1] @@PV L2.g-1 boot uptime=4.72 nproc=4 kernel=7.3.4
+[g-1] @@PV L2.g-1 dmesg [    0.47] kvm-guest: PV spinlocks enabled
+[g-1] @@PV L2.g-1 step-begin locktorture1 locktorture spin_lock 0 15
+[g-1] @@PV L2.g-1 lt [   15.20] Writes:  Total: 7527856  Max/Min: 1972719/1828955 ???  Fail: 0
+[g-1] @@PV L2.g-1 lt [   15.21] spin_lock-torture:--- End of test: SUCCESS: acq_writer_lim=0
+[g-1] @@PV L2.g-1 locktorture type=spin_lock writers=8 secs=10.00
+[g-1] @@PV L2.g-1 step-end locktorture1 rc=0 secs=10.91
+[g-1] [   16.0] WARNING: CPU: 1 PID: 0 at kernel/foo.c:1
+[g-1] @@PV L2.g-1 stat {\"dirs\":{\"guest\":{\"counters\":{\"kicks\":41}}}}
+[g-1] @@PV L2.g-1 info lock_ops: pvlock;installed: 1;
+[g-1] @@PV L2.g-1 done rc=0 uptime=16.13
+[g-1] @@PV L1.l1 l2-exit g-1 rc=0
+@@PV L1.l1 hypercalls all 5:41 1886781441:2
+@@PV L1.l1 step-end l22 rc=0 secs=20.62
+@@PV L1.l1 done rc=0 uptime=22.56
+";
+
+    #[test]
+    fn parses_a_run() {
+        let mut p = Parsed::default();
+        for l in CONSOLE.lines() {
+            p.line(l);
+        }
+        let l1 = &p.nodes["l1"];
+        assert!(l1.done && l1.booted);
+        assert_eq!(l1.steps.len(), 2);
+        assert_eq!(l1.steps[1].secs, Some(20.62));
+        assert_eq!(l1.hypercalls["all"]["5"], 41);
+        let g = &p.nodes["g-1"];
+        assert_eq!(g.level, 2);
+        assert_eq!(g.exit_rc, Some(0));
+        assert!(g.done);
+        assert_eq!(g.locktorture.len(), 1);
+        let lt = &g.locktorture[0];
+        assert_eq!(lt.total, Some(7527856));
+        assert_eq!(lt.min, Some(1828955));
+        assert_eq!(lt.fail, Some(0));
+        assert!(lt.suspicious);
+        assert_eq!(lt.verdict.as_deref(), Some("SUCCESS"));
+        assert_eq!(lt.per_sec, Some(752785.6));
+        assert_eq!(g.stats[0]["dirs"]["guest"]["counters"]["kicks"], 41);
+        assert_eq!(g.info["lock_ops"], "pvlock");
+        assert_eq!(g.problems.len(), 1);
+        assert!(l1.problems.is_empty());
+    }
+
+    #[test]
+    fn parses_interleaved_markers() {
+        let mut p = Parsed::default();
+        p.line("[g-1] @@PV L2.g-1 step-begin lt3 locktorture @@PV L1.l1 l2-exit g-1 rc=0");
+        let g = &p.nodes["g-1"];
+        assert_eq!(g.exit_rc, Some(0));
+        assert_eq!(g.steps[0].call, "locktorture");
+    }
+
+    #[test]
+    fn parses_hackbench() {
+        let mut p = Parsed::default();
+        p.line("[g-1] @@PV L2.g-1 hackbench groups=2 loops=50 rc=0 secs=3.21 time=2.875");
+        p.line("[g-1] @@PV L2.g-1 hackbench groups=4 loops=50 rc=0 secs=90.02 error=timeout");
+        p.line("[g-1] @@PV L2.g-1 hackbench groups=4 loops=50 rc=127 secs=0.01 error=[not found ]");
+        let g = &p.nodes["g-1"];
+        assert_eq!(g.hackbench.len(), 3);
+        let ok = &g.hackbench[0];
+        assert_eq!((ok.groups, ok.loops, ok.rc), (2, 50, Some(0)));
+        assert_eq!(ok.time, Some(2.875));
+        assert_eq!(ok.secs, Some(3.21));
+        assert!(!ok.timed_out && ok.error.is_none());
+        assert!(g.hackbench[1].timed_out);
+        assert_eq!(g.hackbench[1].time, None);
+        assert!(!g.hackbench[2].timed_out);
+        assert_eq!(g.hackbench[2].error.as_deref(), Some("[not found ]"));
+        assert_eq!(g.errors.len(), 2);
+        assert!(g.errors[0].contains("timeout"));
+    }
+
+    #[test]
+    fn parses_stressng() {
+        let mut p = Parsed::default();
+        p.line("[g-1] @@PV L2.g-1 stressng stressors=futex,sigq,eventfd instances=4 duration=10 rc=0 secs=10.62 ops_per_sec=28727.5 rates=futex:17817.95,sigq:174394.24,eventfd:7727.23");
+        p.line("[g-1] @@PV L2.g-1 stressng stressors=futex,sigq,eventfd instances=4 duration=10 rc=124 secs=55.01 error=timeout");
+        p.line("[g-1] @@PV L2.g-1 stressng stressors=futex instances=2 duration=5 rc=1 secs=0.30 error=[stress-ng: error: [42] futex: not implemented ]");
+        let g = &p.nodes["g-1"];
+        assert_eq!(g.stressng.len(), 3);
+        let ok = &g.stressng[0];
+        assert_eq!(ok.stressors, ["futex", "sigq", "eventfd"]);
+        assert_eq!((ok.instances, ok.duration, ok.rc), (4, 10, Some(0)));
+        assert_eq!(ok.ops_per_sec, Some(28727.5));
+        assert_eq!(ok.rates["sigq"], 174394.24);
+        assert_eq!(ok.rates.len(), 3);
+        assert_eq!(ok.secs, Some(10.62));
+        assert!(!ok.timed_out && ok.error.is_none());
+        assert!(g.stressng[1].timed_out);
+        assert_eq!(g.stressng[1].ops_per_sec, None);
+        assert!(!g.stressng[2].timed_out);
+        assert_eq!(
+            g.stressng[2].error.as_deref(),
+            Some("[stress-ng: error: [42] futex: not implemented ]")
+        );
+        assert_eq!(g.errors.len(), 2);
+        assert!(g.errors[0].contains("timeout"));
+    }
+
+    #[test]
+    fn tracks_project_code_and_lock_op_switches() {
+        let mut p = Parsed::default();
+        p.line("@@PV L1.l1 boot uptime=1.36 nproc=2 kernel=7.3.4");
+        p.line("[g-1] @@PV L2.g-1 boot uptime=4.72 nproc=1 kernel=7.3.4");
+        assert!(!p.nodes["g-1"].state.project_code);
+        p.line("[g-1] @@PV L2.g-1 step-begin load1 load guest_pvlock");
+        assert!(p.nodes["g-1"].state.project_code && !p.nodes["l1"].state.project_code);
+        p.line("[g-1] [    5.102002] guest_pvlock: switching the lock ops to pvlock");
+        assert!(p.nodes["g-1"].state.switching);
+        p.line("[g-1] [    5.120000] BUG: scheduling while atomic: insmod/97/0x00000002");
+        p.line("[g-1] [    5.131977] guest_pvlock: installed in 29 ms (was upstream-pv): mode kvm_hc_pvlock_wait, spin threshold 0; 0 waiters moved from the bridge");
+        let g = &p.nodes["g-1"];
+        assert!(!g.state.switching && g.switches.len() == 2);
+        let during = CodeState {
+            project_code: true,
+            switching: true,
+        };
+        assert_eq!(g.problem_at[0].1, Some(5.12));
+        assert_eq!(g.problem_at[0].2, during);
+        // The guest library's copies of the lines (markers) are no switch.
+        p.line(
+            "[g-1] @@PV L2.g-1 dmesg [    5.102002] guest_pvlock: switching the lock ops to pvlock",
+        );
+        assert!(!p.nodes["g-1"].state.switching);
+        p.line("[g-1] @@PV L2.g-1 step-begin unload2 unload guest_pvlock");
+        p.line("[g-1] [    9.1] guest_pvlock: switching the lock ops back");
+        assert!(p.nodes["g-1"].state.switching);
+        p.line("[g-1] [    9.2] guest_pvlock: uninstalled in 3 ms, lock ops: upstream-pv (mode kvm_hc_pvlock_wait, slow acquisitions 12, kicks 9); 0 waiters moved from the bridge");
+        p.line("[g-1] @@PV L2.g-1 module guest_pvlock unloaded");
+        assert_eq!(p.nodes["g-1"].state, CodeState::default());
+        // A failed load leaves no project code; a load from a script does.
+        p.line("[g-1] @@PV L2.g-1 step-begin load3 load guest_pvlock spin_threshold=-1");
+        p.line("[g-1] @@PV L2.g-1 module guest_pvlock failed params=[spin_threshold=-1] error=[x]");
+        assert!(!p.nodes["g-1"].state.project_code);
+        p.line("[g-1] [   12.0] guest_pvlock: KVM features 0x1000ffb: pv_unhalt=1 pvlock_kick=1 steal_time=1; lock ops: upstream-pv");
+        assert!(p.nodes["g-1"].state.project_code);
+        // L1 runs project code from host_kvm's load on.
+        p.line("@@PV L1.l1 module host_kvm loaded params=[force=1]");
+        p.line("@@PV L1.l1 module host_kvm unloaded");
+        assert!(p.nodes["l1"].state.project_code);
+        // Errors and step ends know where they came.
+        p.line("[g-1] @@PV L2.g-1 error cpu 3 did not come online");
+        p.line("[g-1] @@PV L2.g-1 step-end load3 rc=1 secs=0.2");
+        let g = &p.nodes["g-1"];
+        assert_eq!(g.error_seqs, [p.seq - 1]);
+        assert_eq!(g.steps.last().unwrap().end_seq, Some(p.seq));
+    }
+
+    #[test]
+    fn nmi_probes() {
+        let mut p = Parsed::default();
+        p.line("@@PV L1.l1 boot uptime=1.36 nproc=2 kernel=7.3.4");
+        p.line("[g-1] @@PV L2.g-1 boot uptime=4.72 nproc=4 kernel=7.3.4");
+        p.line("@@PV L1.l1 nmi-injected g-1");
+        p.line("[g-1] [   61.123456] Uhhuh. NMI received for unknown reason 3c on CPU 0.");
+        p.line("[g-1] [   61.123460] Dazed and confused, but trying to continue");
+        p.line("[g-1] [   61.123470] Uhhuh. NMI received for unknown reason 00 on CPU 2.");
+        // L1's marker about the guest and QEMU's message are not its own.
+        p.line("[g-1] qemu-system-x86_64: terminating on signal 15 from pid 211 (timeout)");
+        p.line("[g-1] @@PV L1.l1 l2-exit g-1 rc=124");
+        let g = &p.nodes["g-1"];
+        assert_eq!(g.nmi.injected, 1);
+        assert_eq!(g.nmi.answered.iter().copied().collect::<Vec<_>>(), [0, 2]);
+        assert!(g.nmi.silent_after_last && g.nmi.resumed.is_none());
+        assert!(g.problems.is_empty());
+        let v = serde_json::to_value(g).unwrap();
+        assert_eq!(v["nmi"]["answered"], serde_json::json!([0, 2]));
+        // A stall report is no sign that it runs on: a stuck kernel prints
+        // those too. Any other line of its own is. Only the first counts.
+        p.line("[g-1] [   62.000001] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:");
+        p.line("[g-1] [   62.000002] rcu: \t0-...!: (1 GPs behind) idle=691c/0/0x3 softirq=1702/1703 fqs=43");
+        p.line("[g-1] [   62.000003]  ? handle_softirqs+0x80/0x2a0");
+        assert!(p.nodes["g-1"].nmi.silent_after_last);
+        p.line("[g-1] [   63.000001] spin_lock-torture: Stopping lock_torture_writer task");
+        p.line("@@PV L1.l1 nmi-injected g-1");
+        assert!(p.nodes["g-1"].nmi.answered.is_empty());
+        p.heartbeat("g-1");
+        let g = &p.nodes["g-1"];
+        assert_eq!((g.nmi.injected, g.nmi.silent_after_last), (2, false));
+        assert!(g
+            .nmi
+            .resumed
+            .as_deref()
+            .unwrap()
+            .contains("Stopping lock_torture_writer"));
+        // The harness's probe of L1: no node of its own; L1 runs on when
+        // anything comes through it.
+        p.line("@@PV L0.vmtest nmi-injected l1");
+        p.line("[  120.5] Uhhuh. NMI received for unknown reason 3c on CPU 1.");
+        assert!(!p.nodes.contains_key("vmtest"));
+        assert!(p.nodes["l1"].nmi.silent_after_last);
+        p.line("[g-1] @@PV L2.g-1 step-begin x sleep 1");
+        assert!(p.nodes["l1"]
+            .nmi
+            .resumed
+            .as_deref()
+            .unwrap()
+            .starts_with("[g-1] "));
+        p.line("@@PV L0.vmtest nmi-failed l1 cannot connect to QMP at build/x/qmp.sock");
+        assert_eq!(
+            p.nodes["l1"].nmi.failed.as_deref(),
+            Some("cannot connect to QMP at build/x/qmp.sock")
+        );
+    }
+
+    #[test]
+    fn marker_after_kernel_text_on_one_line() {
+        let mut p = Parsed::default();
+        p.line("[g-1] [ 1.0] BUG: oops here@@PV L2.g-1 done rc=0 uptime=3");
+        let g = &p.nodes["g-1"];
+        assert!(g.done);
+        assert_eq!(g.problems.len(), 1);
+    }
+}

@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Tests of the guest library (`tools/vmtest/guest/pvlock.sh`) itself, run
+//! by this machine's busybox sh (the one the initramfs carries): step
+//! statuses, and what L1 does when an L2 goes silent. No VM, no QEMU: the
+//! L2's QMP socket is a fake ([`crate::qmp::tests::fake_qemu`]) and
+//! `chroot` a shell function.
+
+use crate::qmp::tests::{fake_hmp, fake_qemu};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BUSYBOX: &str = "/bin/busybox";
+
+fn library() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("guest/pvlock.sh")
+}
+
+/// Runs `script` after sourcing the library as L1 would, with `bin` first
+/// in PATH and `env` set; its status and output. `None` without busybox.
+fn sh(script: &str, bin: &Path, env: &[(&str, &str)]) -> Option<(i32, String)> {
+    if !Path::new(BUSYBOX).exists() {
+        eprintln!("no {BUSYBOX}: skipped");
+        return None;
+    }
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new(BUSYBOX)
+        .args(["sh", "-c"])
+        .arg(format!(". {}\n{script}", library().display()))
+        .env("pv_level", "1")
+        .env("pv_name", "l1")
+        .env(
+            "PV_QMP_PY",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("guest/qmp.py"),
+        )
+        .env("PATH", path)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    Some((out.status.code().unwrap_or(-1), text))
+}
+
+fn lines(text: &str) -> Vec<&str> {
+    text.lines().collect()
+}
+
+#[test]
+fn steps_return_their_commands_status() {
+    let bin = tempfile::tempdir().unwrap();
+    let kvmtest = bin.path().join("pvlock-kvmtest");
+    std::fs::write(
+        &kvmtest,
+        "#!/bin/sh\necho \"@@KVMTEST case=kick_wakes_halted result=FAIL\"\nexit ${KVMTEST_RC:-0}\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &kvmtest,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let Some((rc, out)) = sh(
+        "sh_step 'echo a; echo b; exit 3'; echo rc=$?
+         sh_step 'echo c'; echo rc=$?
+         kvmtest --kicks 5; echo rc=$?
+         KVMTEST_RC=2 kvmtest; echo rc=$?
+         load no_such_module_here; echo rc=$?",
+        bin.path(),
+        &[],
+    ) else {
+        return;
+    };
+    assert_eq!(rc, 0, "{out}");
+    assert_eq!(
+        lines(&out),
+        [
+            "@@PV L1.l1 out a",
+            "@@PV L1.l1 out b",
+            "rc=3",
+            "@@PV L1.l1 out c",
+            "rc=0",
+            "@@PV L1.l1 kvmtest @@KVMTEST case=kick_wakes_halted result=FAIL",
+            "rc=0",
+            "@@PV L1.l1 kvmtest @@KVMTEST case=kick_wakes_halted result=FAIL",
+            "rc=2",
+            "@@PV L1.l1 error no module no_such_module_here",
+            "rc=1",
+        ]
+    );
+}
+
+#[test]
+fn the_relay_notes_the_last_line_but_not_nmi_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("seen");
+    let seen = seen.to_str().unwrap();
+    let script = r#"
+        hist_stop() { echo "hist $1"; }; hist_start() { :; }
+        uptime_int() { read -r up _ </proc/uptime; echo "${up%.*}"; }
+        # A booting guest (no heartbeat yet) is not watched.
+        printf '%s\n' '[    2.1] booting' | l2_relay g-1 SEEN
+        [ -e SEEN ] || echo unarmed
+        # Its reports of an NMI are not its last line.
+        { printf '@@HB\r\n'; sleep 1.2; printf '%s\n' '[   61.1] Uhhuh. NMI received for unknown reason 3c on CPU 2.' '[   61.1] Dazed and confused, but trying to continue'; } | l2_relay g-1 SEEN >/dev/null
+        [ "$(cat SEEN)" -lt "$(uptime_int)" ] && echo not-refreshed
+        # Any other line is.
+        t=$(uptime_int)
+        { printf '@@HB\n'; sleep 1.2; printf '%s\n' '@@PV L2.g-1 hcmark lt'; } | l2_relay g-1 SEEN
+        [ "$(cat SEEN)" -gt "$t" ] && echo refreshed
+    "#;
+    let Some((_, out)) = sh(&script.replace("SEEN", seen), dir.path(), &[]) else {
+        return;
+    };
+    assert_eq!(
+        lines(&out),
+        [
+            "[g-1] [    2.1] booting",
+            "unarmed",
+            "not-refreshed",
+            "[g-1] @@HB",
+            "[g-1] @@PV L2.g-1 hcmark lt",
+            "hist g-1:lt",
+            "refreshed",
+        ]
+    );
+}
+
+#[test]
+fn a_silent_guest_is_asked_once_per_silence() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("seen");
+    let seen = seen.to_str().unwrap();
+    // Not armed yet (no heartbeat, no file), then silent since uptime 0,
+    // then since 1 (a line came, and silence again), then not silent: two
+    // NMIs.
+    let Some((_, out)) = sh(
+        &format!(
+            "l2_regs() {{ echo \"regs $1\"; }}
+             l2_nmi() {{ echo \"nmi $1\"; }}
+             l2_watch g-1 {seen} &
+             sleep 0.6
+             echo 0 >{seen}
+             sleep 1
+             echo 1 >{seen}
+             sleep 1
+             read -r up _ </proc/uptime; echo \"${{up%.*}}\" >{seen}
+             sleep 1
+             : >{seen}.done
+             wait"
+        ),
+        dir.path(),
+        &[("PV_NMI_AFTER", "3"), ("PV_WATCH_EVERY", "0.1")],
+    ) else {
+        return;
+    };
+    // Registers first: the NMI changes what the vCPUs do.
+    assert_eq!(
+        lines(&out),
+        ["regs g-1", "nmi g-1", "regs g-1", "nmi g-1"],
+        "{out}"
+    );
+}
+
+#[test]
+fn l1_injects_an_nmi_through_the_guests_qmp_socket() {
+    if Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("no python3: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("PV_QMP_DIR", dir.path().to_str().unwrap())];
+    // The host root is this machine's.
+    let chroot = "chroot() { shift; \"$@\"; }\n";
+    let server = fake_qemu(&dir.path().join("qmp-g-1.sock"), false);
+    let Some((_, out)) = sh(&format!("{chroot}l2_nmi g-1; echo rc=$?"), dir.path(), &env) else {
+        return;
+    };
+    assert_eq!(lines(&out), ["@@PV L1.l1 nmi-injected g-1", "rc=0"]);
+    assert_eq!(server.join().unwrap(), ["qmp_capabilities", "inject-nmi"]);
+
+    let server = fake_qemu(&dir.path().join("qmp-g-2.sock"), true);
+    let (_, out) = sh(&format!("{chroot}l2_nmi g-2; echo rc=$?"), dir.path(), &env).unwrap();
+    assert_eq!(
+        lines(&out),
+        ["@@PV L1.l1 nmi-failed g-2 inject-nmi: no NMI here", "rc=1"]
+    );
+    server.join().unwrap();
+
+    let (_, out) = sh(&format!("{chroot}l2_nmi g-3"), dir.path(), &env).unwrap();
+    assert!(out.starts_with("@@PV L1.l1 nmi-failed g-3 "), "{out}");
+
+    // Nothing on the host to talk QMP with.
+    let (_, out) = sh("chroot() { return 1; }\nl2_nmi g-4", dir.path(), &env).unwrap();
+    assert_eq!(
+        out.trim(),
+        "@@PV L1.l1 nmi-failed g-4 no python3 or socat on the host to talk to QMP"
+    );
+}
+
+#[test]
+fn l1_samples_an_l2s_registers_through_its_qmp_socket() {
+    if Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("no python3: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("PV_QMP_DIR", dir.path().to_str().unwrap())];
+    let chroot = "chroot() { shift; \"$@\"; }\n";
+    let server = fake_hmp(&dir.path().join("qmp-g-1.sock"));
+    let Some((_, out)) = sh(
+        &format!("{chroot}l2_regs g-1; echo rc=$?"),
+        dir.path(),
+        &env,
+    ) else {
+        return;
+    };
+    // Two samples of two vCPUs; only the stack words that point into text.
+    assert_eq!(
+        lines(&out),
+        [
+            "@@PV L1.l1 regs g-1 sample=1 cpu=0 rip=ffffffff81480b26 rfl=00000246 hlt=1 cpl=0 stack=ffffffff8148077e,ffffffffa0001234",
+            "@@PV L1.l1 regs g-1 sample=1 cpu=1 rip=000055ca3bfdf529 rfl=00000246 hlt=0 cpl=3 stack=",
+            "@@PV L1.l1 regs g-1 sample=2 cpu=0 rip=ffffffff81480b26 rfl=00000246 hlt=1 cpl=0 stack=ffffffff8148077e,ffffffffa0001234",
+            "@@PV L1.l1 regs g-1 sample=2 cpu=1 rip=000055ca3bfdf529 rfl=00000246 hlt=0 cpl=3 stack=",
+            "rc=0"
+        ],
+        "{out}"
+    );
+    let got = server.join().unwrap();
+    // The stack of the kernel-mode vCPU is read through that vCPU.
+    assert!(
+        got.contains(&"x/24gx 0xffa0000000093e10 @0".to_string()),
+        "{got:?}"
+    );
+    assert!(!got.iter().any(|c| c.ends_with("@1")), "{got:?}");
+
+    // No QEMU there.
+    let (_, out) = sh(
+        &format!("{chroot}l2_regs g-2; echo rc=$?"),
+        dir.path(),
+        &env,
+    )
+    .unwrap();
+    assert!(out.starts_with("@@PV L1.l1 regs-failed g-2 "), "{out}");
+    assert!(out.trim_end().ends_with("rc=1"), "{out}");
+}

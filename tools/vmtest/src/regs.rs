@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Register samples of a silent kernel (`guest/qmp.py regs`, through the
+//! QMP socket of its QEMU): where each vCPU is, whether it is halted, and
+//! the text addresses at the top of its stack. They need nothing of the
+//! guest, so they answer what an NMI cannot when every CPU of the kernel
+//! has interrupts off: is a vCPU in the project's code (a hang of the
+//! project's), or is every vCPU halted with interrupts enabled, waiting for
+//! interrupts that the level below does not deliver (the platform's)?
+//!
+//! Addresses are named with the kernel's `System.map` (one kernel image
+//! serves L1 and L2, without KASLR) and the module map each kernel prints
+//! when it loads a module (`modmap` lines: name, size, address).
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The modules that are the project's, by level.
+const PROJECT_MODULES: [&str; 2] = ["guest_pvlock", "host_kvm"];
+
+/// The start of the module area of x86-64 (kernel text ends before it).
+const MODULES_START: u64 = 0xffff_ffff_a000_0000;
+
+/// RFLAGS.IF.
+const RFLAGS_IF: u64 = 1 << 9;
+
+/// A kernel's text symbols, by address (`System.map`).
+#[derive(Debug, Default)]
+pub struct Symbols {
+    syms: Vec<(u64, String)>,
+    /// `_etext`: no text beyond it.
+    end: Option<u64>,
+}
+
+impl Symbols {
+    /// The text symbols of a `System.map`.
+    pub fn parse(map: &str) -> Symbols {
+        let mut syms: Vec<(u64, String)> = map
+            .lines()
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                let addr = u64::from_str_radix(w.next()?, 16).ok()?;
+                let kind = w.next()?;
+                let name = w.next()?;
+                matches!(kind, "t" | "T" | "W" | "w").then(|| (addr, name.to_string()))
+            })
+            .collect();
+        syms.sort();
+        let end = syms.iter().find(|(_, n)| n == "_etext").map(|(a, _)| *a);
+        Symbols { syms, end }
+    }
+
+    /// `<kdir>/System.map`, if it is there.
+    pub fn load(kdir: &Path) -> Option<Symbols> {
+        let s = std::fs::read_to_string(kdir.join("System.map")).ok()?;
+        let syms = Symbols::parse(&s);
+        (!syms.syms.is_empty()).then_some(syms)
+    }
+
+    /// The symbol at or before `addr` and the offset into it, for an
+    /// address in kernel text.
+    pub fn lookup(&self, addr: u64) -> Option<(&str, u64)> {
+        if addr >= MODULES_START || self.end.is_some_and(|e| addr >= e) {
+            return None;
+        }
+        let i = self.syms.partition_point(|(a, _)| *a <= addr);
+        let (a, name) = self.syms.get(i.checked_sub(1)?)?;
+        Some((name, addr - a))
+    }
+}
+
+/// A loaded module, from a kernel's `modmap` line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Module {
+    pub name: String,
+    pub base: u64,
+    pub size: u64,
+}
+
+/// The modules of a `modmap` line: `NAME SIZE 0xADDRESS` separated by `;`.
+pub fn parse_modmap(data: &str) -> Vec<Module> {
+    data.split(';')
+        .filter_map(|m| {
+            let mut w = m.split_whitespace();
+            let name = w.next()?.to_string();
+            let size = w.next()?.parse().ok()?;
+            let base = u64::from_str_radix(w.next()?.trim_start_matches("0x"), 16).ok()?;
+            Some(Module { name, base, size })
+        })
+        .collect()
+}
+
+/// Whose code an address is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Owner {
+    /// The project's: a project module, or a pvlock symbol of the kernel
+    /// (the kernel crate's `kernel::pvlock`, its C helpers, KVM's pvlock
+    /// hooks, the x86 lock-op switching). An address in the module area
+    /// that no known module covers counts as the project's too: the map
+    /// may be older than the module.
+    Project(String),
+    /// Anyone else's, named.
+    Other(String),
+    /// Not known (no symbols).
+    Unknown,
+}
+
+fn is_project_symbol(name: &str) -> bool {
+    name.contains("pvlock") || name.starts_with("pv_lock_")
+}
+
+fn owner(addr: u64, modules: &[Module], syms: Option<&Symbols>) -> Owner {
+    if addr >= MODULES_START {
+        return match modules
+            .iter()
+            .rev()
+            .find(|m| addr >= m.base && addr < m.base.saturating_add(m.size))
+        {
+            Some(m) if PROJECT_MODULES.contains(&m.name.as_str()) => {
+                Owner::Project(format!("{}+{:#x}", m.name, addr - m.base))
+            }
+            Some(m) => Owner::Other(format!("{}+{:#x}", m.name, addr - m.base)),
+            None => Owner::Project(format!("{addr:#x} (module area, no module known there)")),
+        };
+    }
+    match syms.and_then(|s| s.lookup(addr)) {
+        Some((name, off)) if is_project_symbol(name) => Owner::Project(format!("{name}+{off:#x}")),
+        Some((name, off)) => Owner::Other(format!("{name}+{off:#x}")),
+        None => Owner::Unknown,
+    }
+}
+
+/// One vCPU in one sample.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct VcpuRegs {
+    pub sample: u32,
+    pub cpu: u32,
+    pub rip: u64,
+    pub rflags: u64,
+    /// QEMU's halted state (KVM's, for an L2).
+    pub halted: bool,
+    pub cpl: u32,
+    /// Text addresses at the top of its kernel stack.
+    pub stack: Vec<u64>,
+    /// Where RIP is, named (`?` when not known).
+    pub at: String,
+    /// The first project address of RIP and the stack, named: the vCPU
+    /// was in the project's code.
+    pub project: Option<String>,
+    /// Every address was named (symbols were there).
+    pub resolved: bool,
+}
+
+impl VcpuRegs {
+    /// A `regs` line (`sample=S cpu=N rip=HEX rfl=HEX hlt=0|1 cpl=N
+    /// stack=HEX,...`), its addresses named with `modules` and `syms`.
+    pub fn parse(data: &str, modules: &[Module], syms: Option<&Symbols>) -> Option<VcpuRegs> {
+        let kv: BTreeMap<&str, &str> = data
+            .split_whitespace()
+            .filter_map(|w| w.split_once('='))
+            .collect();
+        let hex = |k: &str| kv.get(k).and_then(|v| u64::from_str_radix(v, 16).ok());
+        let num = |k: &str| kv.get(k).and_then(|v| v.parse::<u32>().ok());
+        let stack: Vec<u64> = kv
+            .get("stack")
+            .map(|s| {
+                s.split(',')
+                    .filter_map(|w| u64::from_str_radix(w, 16).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut r = VcpuRegs {
+            sample: num("sample")?,
+            cpu: num("cpu")?,
+            rip: hex("rip")?,
+            rflags: hex("rfl")?,
+            halted: kv.get("hlt") == Some(&"1"),
+            cpl: num("cpl").unwrap_or(0),
+            stack,
+            resolved: true,
+            ..Default::default()
+        };
+        if r.cpl != 0 {
+            r.at = "user space".into();
+            return Some(r);
+        }
+        for (i, addr) in std::iter::once(r.rip).chain(r.stack.clone()).enumerate() {
+            let o = owner(addr, modules, syms);
+            if i == 0 {
+                r.at = match &o {
+                    Owner::Project(s) | Owner::Other(s) => s.clone(),
+                    Owner::Unknown => format!("{addr:#x}"),
+                };
+            }
+            match o {
+                Owner::Project(s) if r.project.is_none() => {
+                    r.project = Some(if i == 0 {
+                        s
+                    } else {
+                        format!("{s} on its stack")
+                    })
+                }
+                Owner::Unknown => r.resolved = false,
+                _ => {}
+            }
+        }
+        Some(r)
+    }
+
+    /// Interrupts enabled.
+    pub fn irqs_on(&self) -> bool {
+        self.rflags & RFLAGS_IF != 0
+    }
+
+    /// In words: `vCPU 2 at default_idle+0x12 (halted, IF=1)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "vCPU {} at {}{} ({}IF={})",
+            self.cpu,
+            self.at,
+            match &self.project {
+                Some(p) if !p.starts_with(&self.at) => format!(", {p}"),
+                _ => String::new(),
+            },
+            if self.halted { "halted, " } else { "" },
+            u8::from(self.irqs_on())
+        )
+    }
+}
+
+/// What a kernel's register samples say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// A vCPU was in the project's code: its description.
+    InProject(String),
+    /// Every vCPU of `0..cpus` was halted with interrupts enabled, outside
+    /// the project's code, in every sample: the kernel waited for
+    /// interrupts that did not come.
+    HaltedNoInterrupts,
+    /// Neither (or no samples).
+    Unclear,
+}
+
+/// The verdict of `samples` of a kernel with `cpus` CPUs online.
+pub fn verdict(samples: &[VcpuRegs], cpus: u32) -> Verdict {
+    if let Some(r) = samples.iter().find(|r| r.project.is_some()) {
+        return Verdict::InProject(r.describe());
+    }
+    let online: Vec<&VcpuRegs> = samples.iter().filter(|r| r.cpu < cpus).collect();
+    let seen: std::collections::BTreeSet<u32> = online.iter().map(|r| r.cpu).collect();
+    if seen.len() as u32 == cpus
+        && online
+            .iter()
+            .all(|r| r.resolved && r.halted && r.irqs_on() && r.cpl == 0)
+    {
+        return Verdict::HaltedNoInterrupts;
+    }
+    Verdict::Unclear
+}
+
+/// The samples in words, one vCPU each (the last sample).
+pub fn describe(samples: &[VcpuRegs]) -> String {
+    let last = samples.iter().map(|r| r.sample).max().unwrap_or(0);
+    samples
+        .iter()
+        .filter(|r| r.sample == last)
+        .map(VcpuRegs::describe)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAP: &str = "\
+ffffffff81000000 T _text
+ffffffff81480b00 t default_idle
+ffffffff81480c00 T pv_native_safe_halt
+ffffffff81490000 T rust_helper_pvlock_kvm_wait
+ffffffff81490100 T rust_helper_pvlock_safe_halt
+ffffffff814a0000 T _RNvNtNtCs1_6kernel6pvlock8lockops6bridge
+ffffffff814b0000 T do_idle
+ffffffff81f00000 T _etext
+ffffffff82000000 D some_data
+";
+
+    fn syms() -> Symbols {
+        Symbols::parse(MAP)
+    }
+
+    fn mods() -> Vec<Module> {
+        parse_modmap("guest_pvlock 45056 0xffffffffa0000000;locktorture 20480 0xffffffffa0010000")
+    }
+
+    fn regs(line: &str) -> VcpuRegs {
+        VcpuRegs::parse(line, &mods(), Some(&syms())).unwrap()
+    }
+
+    #[test]
+    fn names_addresses() {
+        let s = syms();
+        assert_eq!(s.lookup(0xffffffff81480b26), Some(("default_idle", 0x26)));
+        assert_eq!(s.lookup(0xffffffff80000000), None);
+        // Nothing past the end of text is named.
+        assert_eq!(s.lookup(0xffffffff82000010), None);
+        assert_eq!(
+            mods(),
+            [
+                Module {
+                    name: "guest_pvlock".into(),
+                    base: 0xffffffffa0000000,
+                    size: 45056
+                },
+                Module {
+                    name: "locktorture".into(),
+                    base: 0xffffffffa0010000,
+                    size: 20480
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn a_vcpu_in_a_lock_wait_is_in_the_project() {
+        let r = regs("sample=1 cpu=2 rip=ffffffff8149001c rfl=00000046 hlt=0 cpl=0 stack=");
+        assert_eq!(
+            r.project.as_deref(),
+            Some("rust_helper_pvlock_kvm_wait+0x1c")
+        );
+        assert!(!r.irqs_on());
+        let r = regs("sample=1 cpu=1 rip=ffffffffa0000123 rfl=00000046 hlt=0 cpl=0 stack=");
+        assert_eq!(r.project.as_deref(), Some("guest_pvlock+0x123"));
+        // Halted in HLT, called from the project's wait: its return
+        // address is on the stack.
+        let r = regs(
+            "sample=1 cpu=3 rip=ffffffff81480c05 rfl=00000246 hlt=1 cpl=0 stack=ffffffff81490110,ffffffffa0000200",
+        );
+        assert_eq!(
+            r.project.as_deref(),
+            Some("rust_helper_pvlock_safe_halt+0x10 on its stack")
+        );
+        assert_eq!(
+            r.describe(),
+            "vCPU 3 at pv_native_safe_halt+0x5, rust_helper_pvlock_safe_halt+0x10 on its stack (halted, IF=1)"
+        );
+        // The kernel crate's abstractions are the project's too.
+        let r = regs("sample=1 cpu=0 rip=ffffffff814a0010 rfl=00000046 hlt=0 cpl=0 stack=");
+        assert!(r.project.is_some());
+        // Module code nobody knows of is counted as the project's.
+        let r = regs("sample=1 cpu=0 rip=ffffffffa0100000 rfl=00000046 hlt=0 cpl=0 stack=");
+        assert!(r.project.unwrap().contains("no module known"));
+    }
+
+    #[test]
+    fn other_code_is_not_the_project() {
+        let r = regs(
+            "sample=1 cpu=0 rip=ffffffff81480b26 rfl=00000246 hlt=1 cpl=0 stack=ffffffff814b0040,ffffffffa0010010",
+        );
+        assert_eq!(r.project, None);
+        assert_eq!(r.at, "default_idle+0x26");
+        assert!(r.resolved && r.irqs_on() && r.halted);
+        let u = regs("sample=1 cpu=0 rip=000055ca3bfdf529 rfl=00000246 hlt=0 cpl=3 stack=");
+        assert_eq!((u.at.as_str(), u.project.clone()), ("user space", None));
+        // Without symbols nothing in kernel text can be named.
+        let r = VcpuRegs::parse(
+            "sample=1 cpu=0 rip=ffffffff81480b26 rfl=00000246 hlt=1 cpl=0 stack=",
+            &[],
+            None,
+        )
+        .unwrap();
+        assert!(!r.resolved && r.project.is_none());
+        assert!(VcpuRegs::parse("sample=1 cpu=x", &[], None).is_none());
+    }
+
+    #[test]
+    fn verdicts() {
+        let idle = |cpu, sample| {
+            regs(&format!(
+                "sample={sample} cpu={cpu} rip=ffffffff81480b26 rfl=00000246 hlt=1 cpl=0 stack=ffffffff814b0040"
+            ))
+        };
+        let all_idle: Vec<_> = (0..4).flat_map(|c| [idle(c, 1), idle(c, 2)]).collect();
+        assert_eq!(verdict(&all_idle, 4), Verdict::HaltedNoInterrupts);
+        // A vCPU not sampled, or one spinning, leaves it open.
+        assert_eq!(verdict(&all_idle[..6], 4), Verdict::Unclear);
+        let mut spinning = all_idle.clone();
+        spinning[7] = regs("sample=2 cpu=3 rip=ffffffff81480b26 rfl=00000046 hlt=0 cpl=0 stack=");
+        assert_eq!(verdict(&spinning, 4), Verdict::Unclear);
+        // Halted with interrupts off: no interrupt would end it anyway.
+        let mut irqs_off = all_idle.clone();
+        irqs_off[0].rflags = 0x46;
+        assert_eq!(verdict(&irqs_off, 4), Verdict::Unclear);
+        // Offline CPUs beyond the online count do not count.
+        let mut offline = all_idle.clone();
+        offline.push(regs(
+            "sample=1 cpu=4 rip=ffffffff81480b26 rfl=00000046 hlt=1 cpl=0 stack=",
+        ));
+        assert_eq!(verdict(&offline, 4), Verdict::HaltedNoInterrupts);
+        // One vCPU in a lock wait decides.
+        let mut waiting = all_idle.clone();
+        waiting[3] = regs("sample=2 cpu=1 rip=ffffffff8149001c rfl=00000046 hlt=0 cpl=0 stack=");
+        assert_eq!(
+            verdict(&waiting, 4),
+            Verdict::InProject("vCPU 1 at rust_helper_pvlock_kvm_wait+0x1c (IF=0)".into())
+        );
+        // Without symbols, no platform verdict.
+        let unnamed: Vec<_> = all_idle
+            .iter()
+            .map(|r| VcpuRegs {
+                resolved: false,
+                ..r.clone()
+            })
+            .collect();
+        assert_eq!(verdict(&unnamed, 4), Verdict::Unclear);
+        assert_eq!(verdict(&[], 1), Verdict::Unclear);
+    }
+}
