@@ -173,6 +173,10 @@ pub struct Node {
     pub switches: Vec<String>,
     /// What the kernel runs now (at the end of the console).
     pub state: CodeState,
+    /// A `stat` marker that a kernel message cut in two, up to the cut: the
+    /// rest of it is the kernel's next console line.
+    #[serde(skip)]
+    pub pending_stat: Option<String>,
     /// Per line of `problems`: where it came on the console
     /// ([`Parsed::seq`]), the kernel's timestamp, and the kernel's state.
     #[serde(skip)]
@@ -329,6 +333,27 @@ pub fn timestamp(text: &str) -> Option<f64> {
         .and_then(|c| c[1].parse().ok())
 }
 
+fn kmsg_inside_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    re(&R, r"\[\s*\d+\.\d{6}\] ")
+}
+
+/// A `stat` marker (one long line of JSON, written to the console by a
+/// program) with a kernel message printed into the middle of it (seen: the
+/// L2's `ACPI: PM: Preparing to enter system sleep state S5` inside a 2.5 KB
+/// line): the marker up to the message, and the message, which runs to the
+/// end of the console line. `None` for a marker whose JSON is whole.
+fn spliced_stat(m: &str) -> Option<(&str, &str)> {
+    let mut it = m.splitn(3, ' ');
+    let (_who, event, data) = (it.next()?, it.next()?, it.next()?);
+    if event != "stat" || serde_json::from_str::<serde_json::Value>(data).is_ok() {
+        return None;
+    }
+    let at = kmsg_inside_re().find(data)?.start();
+    let cut = m.len() - data.len() + at;
+    Some((&m[..cut], &m[cut..]))
+}
+
 /// A kernel's report of an NMI that no handler claimed (one per CPU:
 /// `Uhhuh. NMI received for unknown reason 3c on CPU 2.`, then `Dazed and
 /// confused, but trying to continue`), or of a slow NMI handler, printed
@@ -438,6 +463,22 @@ impl Parsed {
         let line = raw.trim_end_matches(['\r', '\n']);
         let (origin, text) = split_origin(line);
         let origin = origin.to_string();
+        // The rest of a stat line that a kernel message cut (see
+        // `spliced_stat`) is the kernel's next line, unless that line is a
+        // marker or a kernel message of its own: then the cut line stands
+        // as it is, and is reported as bad JSON.
+        let joined: String;
+        let text = match self.node(&origin).pending_stat.take() {
+            Some(head) if !text.starts_with("@@PV ") && timestamp(text).is_none() => {
+                joined = format!("{head}{text}");
+                joined.as_str()
+            }
+            Some(head) => {
+                self.marker(&origin, &head["@@PV ".len()..]);
+                text
+            }
+            None => text,
+        };
         {
             let n = self.node(&origin);
             n.tail.push(text.to_string());
@@ -457,7 +498,13 @@ impl Parsed {
             // Consoles interleave: a line may hold more than one marker (an
             // L2's unfinished line, then L1's own marker after it).
             for m in text[pos + 5..].split("@@PV ") {
-                self.marker(&origin, m.trim_end());
+                let m = m.trim_end();
+                if let Some((head, kmsg)) = spliced_stat(m) {
+                    self.kernel_text(&origin, kmsg);
+                    self.node(&origin).pending_stat = Some(format!("@@PV {head}"));
+                    continue;
+                }
+                self.marker(&origin, m);
             }
         }
         if text.contains("haven't responded to the NMI") {
@@ -919,6 +966,45 @@ mod tests {
         let lt = &q.nodes["g-1"].locktorture[0];
         assert_eq!((lt.total, lt.fail), (Some(10), Some(1)));
         assert_eq!(lt.verdict.as_deref(), Some("FAILURE"));
+    }
+
+    #[test]
+    fn stat_line_cut_by_a_kernel_message_is_joined() {
+        // As seen (host-unload, CI on 2026-12-02): the L2's power-off message
+        // landed inside its pvlock-stat line, whose rest came on the next
+        // line; the check then found no statistics.
+        let mut p = Parsed::default();
+        for l in [
+            r#"[g-1] @@PV L2.g-1 stat {"dirs":{"guest":{"counters":{"mode_changes":1},"histograms":{"histo_blocked":{"unit":"ns","buckets":[0[   52.561346] ACPI: PM: Preparing to enter system sleep state S5"#,
+            "[g-1] ,0,6,20]}}}}}",
+            "[g-1] @@PV L2.g-1 step-end stat6 rc=0 secs=0.25",
+        ] {
+            p.line(l);
+        }
+        let g = &p.nodes["g-1"];
+        assert!(g.stat_errors.is_empty(), "{:?}", g.stat_errors);
+        assert_eq!(g.stats.len(), 1);
+        assert_eq!(g.stats[0]["dirs"]["guest"]["counters"]["mode_changes"], 1);
+        assert_eq!(
+            g.stats[0]["dirs"]["guest"]["histograms"]["histo_blocked"]["buckets"][3],
+            20
+        );
+        // A kernel problem in the cut is still seen.
+        let mut q = Parsed::default();
+        q.line(r#"[g-1] @@PV L2.g-1 stat {"a":[1,[   9.000001] BUG: soft lockup - CPU#1 stuck for 22s!"#);
+        q.line("[g-1] 2]}");
+        assert_eq!(q.nodes["g-1"].stats[0]["a"][1], 2);
+        assert_eq!(q.nodes["g-1"].problems.len(), 1);
+        // A cut line whose rest never comes is bad JSON, as before.
+        let mut r = Parsed::default();
+        r.line(r#"[g-1] @@PV L2.g-1 stat {"a":[1,[   9.000001] ACPI: PM: x"#);
+        r.line("[g-1] @@PV L2.g-1 step-end stat6 rc=0 secs=0.25");
+        assert!(r.nodes["g-1"].stats.is_empty());
+        assert_eq!(r.nodes["g-1"].stat_errors.len(), 1);
+        // Whole JSON is never cut, whatever it quotes.
+        let mut w = Parsed::default();
+        w.line(r#"[g-1] @@PV L2.g-1 stat {"m":"[   9.000001] x"}"#);
+        assert_eq!(w.nodes["g-1"].stats.len(), 1);
     }
 
     const CONSOLE: &str = "\
