@@ -173,6 +173,21 @@ pub struct Node {
     pub switches: Vec<String>,
     /// What the kernel runs now (at the end of the console).
     pub state: CodeState,
+    /// `csd: Detected non-responsive CSD lock` reports: console sequence
+    /// number, the CPU that waits, the CPU it waits for.
+    pub csd_waits: Vec<(u64, u32, u32)>,
+    /// Backtrace NMIs answered: sequence number of the `RIP:` line, the
+    /// CPU, and the function at its RIP.
+    pub nmi_rips: Vec<(u64, u32, String)>,
+    /// Soft lockup reports: sequence number, the CPU stuck.
+    pub soft_lockups: Vec<(u64, u32)>,
+    /// Sequence numbers of stack frames and `RIP:` lines in the project's
+    /// code.
+    pub project_frames: Vec<u64>,
+    /// Parser state: the CPU of the NMI backtrace whose `RIP:` line comes
+    /// next.
+    #[serde(skip)]
+    pub nmi_bt_cpu: Option<u32>,
     /// A `stat` marker that a kernel message cut in two, up to the cut: the
     /// rest of it is the kernel's next console line.
     #[serde(skip)]
@@ -309,6 +324,36 @@ fn uhhuh_re() -> &'static Regex {
         &R,
         r"NMI received for unknown reason [0-9a-f]+ on CPU (\d+)",
     )
+}
+
+fn csd_wait_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    re(
+        &R,
+        r"csd: Detected non-responsive CSD lock \(#\d+\) on CPU#(\d+), waiting \d+ ns for CPU#(\d+)",
+    )
+}
+
+fn soft_lockup_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    re(&R, r"soft lockup - CPU#(\d+) stuck")
+}
+
+/// The CPUs named by a kernel's list (`0-2,5`).
+pub fn cpu_list(s: &str) -> Vec<u32> {
+    let mut v = Vec::new();
+    for part in s.split(',') {
+        let part = part.trim();
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) {
+                    v.extend(a..=b.min(a + 8192));
+                }
+            }
+            None => v.extend(part.parse::<u32>().ok()),
+        }
+    }
+    v
 }
 
 fn nmi_sent_re() -> &'static Regex {
@@ -606,8 +651,29 @@ impl Parsed {
                 n.switches.push(text.to_string());
             }
         }
-        if text.contains("RIP: ") {
+        if let Some((_, r)) = text.split_once("RIP: ") {
             n.rips.push(text.to_string());
+            let f = r.split_once(':').map_or(r, |(_, f)| f).trim();
+            if crate::platform::project_frame(f) {
+                n.project_frames.push(seq);
+            }
+            if let Some(cpu) = n.nmi_bt_cpu.take() {
+                n.nmi_rips.push((seq, cpu, f.to_string()));
+            }
+        } else if let Some(f) = frame_of(text) {
+            if crate::platform::project_frame(f) {
+                n.project_frames.push(seq);
+            }
+        }
+        if let Some(c) = csd_wait_re().captures(text) {
+            if let (Ok(w), Ok(t)) = (c[1].parse(), c[2].parse()) {
+                n.csd_waits.push((seq, w, t));
+            }
+        }
+        if let Some(c) = soft_lockup_re().captures(text) {
+            if let Ok(cpu) = c[1].parse() {
+                n.soft_lockups.push((seq, cpu));
+            }
         }
         if let Some(t) = timestamp(text) {
             let (late, pending): (Vec<_>, Vec<_>) =
@@ -625,6 +691,7 @@ impl Parsed {
             } else if let Some(c) = nmi_backtrace_re().captures(text) {
                 if let Ok(cpu) = c[1].parse::<u32>() {
                     n.nmi_pending.retain(|&(p, _)| p != cpu);
+                    n.nmi_bt_cpu = Some(cpu);
                 }
             }
         }

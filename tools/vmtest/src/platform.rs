@@ -62,11 +62,13 @@ pub enum Signature {
     /// The interrupt entry read `current` through GS as NULL while the
     /// same report names the running task: the vCPU's GS base was lost.
     LostGsBase,
+    /// An L1 CPU did not answer an IPI for 5 s while in guest mode.
+    L1StuckInGuest,
 }
 
 impl Signature {
     /// Every signature, in report order.
-    pub const ALL: [Signature; 15] = [
+    pub const ALL: [Signature; 16] = [
         Signature::L1Stall,
         Signature::L1Reset,
         Signature::L2TimerStall,
@@ -82,6 +84,7 @@ impl Signature {
         Signature::BadFrame,
         Signature::HaltedNoInterrupts,
         Signature::LostGsBase,
+        Signature::L1StuckInGuest,
     ];
 
     /// Its short stable name, for tables and JSON.
@@ -102,6 +105,7 @@ impl Signature {
             Signature::BadFrame => "bad-frame",
             Signature::HaltedNoInterrupts => "halted-no-interrupts",
             Signature::LostGsBase => "lost-gs-base",
+            Signature::L1StuckInGuest => "l1-stuck-in-guest",
         }
     }
 }
@@ -266,6 +270,42 @@ fn idle_jump_to_zero<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) ->
 /// Seen in L2s without any project code (an idle vCPU that an IPI never
 /// woke) as with it. A stall whose CPUs all answered shows their stacks and
 /// stays a failure, as does any oops, warning or lockup report.
+/// The CPUs that answered no backtrace NMI within 10 s: the kernel's own
+/// `these CPUS still haven't responded to the NMI: 0-1`, or the parser's
+/// `CPU 2 did not answer the backtrace NMI ...`.
+fn silent_cpus(n: &Node) -> Vec<u32> {
+    let mut v = Vec::new();
+    for l in &n.nmi_silent {
+        if let Some((_, list)) = l.split_once("responded to the NMI:") {
+            v.extend(crate::console::cpu_list(list));
+        } else if let Some(cpu) = l
+            .strip_prefix("CPU ")
+            .and_then(|r| r.split(' ').next())
+            .and_then(|c| c.parse().ok())
+        {
+            v.push(cpu);
+        }
+    }
+    v
+}
+
+/// A soft lockup of a CPU that the kernel reported waiting for an IPI from
+/// a CPU that answered no NMI (`csd: ... on CPU#2, waiting ... for
+/// CPU#00`): it spins in `csd_lock_wait()` because that vCPU is not run.
+fn soft_lockup_waits_for_silent(n: &Node, line: &str) -> bool {
+    let silent = silent_cpus(n);
+    let Some(cpu) = line
+        .split_once("soft lockup - CPU#")
+        .and_then(|(_, r)| r.split(' ').next())
+        .and_then(|c| c.parse::<u32>().ok())
+    else {
+        return false;
+    };
+    n.csd_waits
+        .iter()
+        .any(|&(_, w, t)| w == cpu && silent.contains(&t))
+}
+
 fn vcpu_stopped_running(n: &Node) -> bool {
     const REAL: [&str; 7] = [
         "BUG:",
@@ -281,8 +321,52 @@ fn vcpu_stopped_running(n: &Node) -> bool {
         && !n
             .problems
             .iter()
-            .any(|l| REAL.iter().any(|k| l.contains(k)))
+            .any(|l| REAL.iter().any(|k| l.contains(k)) && !soft_lockup_waits_for_silent(n, l))
 }
+
+/// The world switch of KVM in L1: the instruction after `VMRUN` (SVM) or
+/// `VMLAUNCH`/`VMRESUME` (VMX), where a CPU that an NMI interrupted in
+/// guest mode resumes.
+fn in_world_switch(f: &str) -> bool {
+    [
+        "svm_vcpu_run+",
+        "__svm_vcpu_run+",
+        "vmx_vcpu_enter_exit+",
+        "__vmx_vcpu_run+",
+    ]
+    .iter()
+    .any(|k| f.starts_with(k))
+}
+
+/// L1 reported a CPU that did not answer an IPI for 5 s (`csdlock_debug`)
+/// and that CPU's backtrace NMI found it in guest mode: KVM runs every
+/// guest with the physical interrupt intercepted, so an IPI pending that
+/// long while a CPU is in guest mode was not delivered by the level below
+/// (nested TCG; guest code of any kind cannot hold it there, and the
+/// project's host code runs after an exit, not in guest mode). Returns the
+/// sequence number of the CSD report and the CPU.
+fn l1_stuck_in_guest(l1: &Node) -> Option<(u64, u32)> {
+    l1.csd_waits.iter().find_map(|&(seq, _, t)| {
+        l1.nmi_rips
+            .iter()
+            .any(|(s, cpu, f)| *s > seq && *cpu == t && in_world_switch(f))
+            .then_some((seq, t))
+    })
+}
+
+/// How long after an L1 event of `sig` an L2 problem still counts as its
+/// consequence, in seconds of the run's time: an L1 crash ends the run;
+/// an L1 CPU stuck in guest mode resumes, and its L2 reports what it missed
+/// at once.
+fn l2_reach_after(sig: Signature) -> f64 {
+    match sig {
+        Signature::L1StuckInGuest => L1_STUCK_REACH_SECS,
+        _ => f64::INFINITY,
+    }
+}
+
+/// See [`l2_reach_after`].
+const L1_STUCK_REACH_SECS: f64 = 15.0;
 
 /// Kernel problem lines that are a crash (not a stall report or a
 /// deliberate panic).
@@ -297,7 +381,7 @@ fn is_crash(l: &str) -> bool {
 /// A stack frame of the project's code: guest_pvlock, host_kvm, the
 /// kernel crate's pvlock abstractions and their helpers (Rust symbols are
 /// mangled `_R...`; any counts).
-fn project_frame(f: &str) -> bool {
+pub(crate) fn project_frame(f: &str) -> bool {
     f.contains("pvlock") || f.contains("host_kvm") || f.starts_with("_R")
 }
 
@@ -630,6 +714,17 @@ pub fn events(s: &Scenario, p: &Parsed, end: &RunEnd) -> Vec<Event> {
             }
         }
     }
+    if let Some((since, cpu)) = p.nodes.get("l1").and_then(l1_stuck_in_guest) {
+        v.push(Event {
+            kernel: "l1".into(),
+            signature: Signature::L1StuckInGuest,
+            why: format!(
+                "l1: CPU {cpu} answered no IPI for 5 s and its NMI found it in guest mode (nested TCG did not deliver the interrupt)"
+            ),
+            since,
+            problems: true,
+        });
+    }
     for name in s.l2_instances() {
         let Some(n) = p.nodes.get(&name) else {
             continue;
@@ -716,6 +811,18 @@ pub fn events(s: &Scenario, p: &Parsed, end: &RunEnd) -> Vec<Event> {
 /// part of it (seconds of the run's time).
 const L1_CRASH_REACH_SECS: f64 = 10.0;
 
+/// Whether kernel `kernel` printed no frame of the project's code in the
+/// report around console line `seq` (from 200 lines before to 200 after):
+/// a guest CPU that spun in the project's code when L1 stopped running it
+/// is not explained by L1.
+fn no_project_frame_near(p: &Parsed, kernel: &str, seq: u64) -> bool {
+    p.nodes.get(kernel).is_none_or(|n| {
+        !n.project_frames
+            .iter()
+            .any(|&f| f + 200 >= seq && f <= seq + 200)
+    })
+}
+
 /// Whether failure `f` follows from one of `events`.
 fn explained(f: &Failure, events: &[Event], p: &Parsed, end: &RunEnd) -> bool {
     let has = |k: &str| events.iter().any(|e| e.kernel == k);
@@ -751,7 +858,11 @@ fn explained(f: &Failure, events: &[Event], p: &Parsed, end: &RunEnd) -> bool {
                         && (e.kernel == kernel && *seq >= e.since
                             || e.kernel == "l1"
                                 && kernel != "l1"
-                                && p.wall_of(e.since) - p.wall_of(*seq) <= L1_CRASH_REACH_SECS)
+                                && p.wall_of(e.since) - p.wall_of(*seq) <= L1_CRASH_REACH_SECS
+                                && p.wall_of(*seq) - p.wall_of(e.since)
+                                    <= l2_reach_after(e.signature)
+                                && (e.signature != Signature::L1StuckInGuest
+                                    || no_project_frame_near(p, kernel, *seq)))
                 })
             })
         }),
@@ -1926,6 +2037,120 @@ steps = [
         );
         assert!(a.nodes["g-1"].nmi_silent.is_empty());
         assert!(!judged(&s, &a, &stalled("g-1")).platform());
+    }
+
+    #[test]
+    fn a_soft_lockup_waiting_for_a_vcpu_not_run_is_the_platforms() {
+        // pvlock-loadloop, CI on 2026-12-02: CPU 2 (insmod, exiting) waits
+        // for a TLB flush IPI to CPU 0, which answers no backtrace NMI; the
+        // soft lockup detector then reports CPU 2 spinning in
+        // csd_lock_wait(). L1's CPU 0 sat still in KVM's world switch.
+        let s = scenario(PVLOCK);
+        let lines = "
+            [g-1] [   52.663239] smp: csd: Detected non-responsive CSD lock (#1) on CPU#2, waiting 5002288608 ns for CPU#00 flush_tlb_func+0x0/0x210(0xffa00000002efc00).
+            [g-1] [   52.667698] smp: \tcsd: CSD lock (#1) unresponsive.
+            [g-1] [   52.667949] Sending NMI from CPU 2 to CPUs 0:
+            [g-1] [   68.622135] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:
+            [g-1] [   76.586560] After 10 seconds, these CPUS still haven't responded to the NMI: 0
+            [g-1] [  103.507421] watchdog: BUG: soft lockup - CPU#2 stuck for 52s! [insmod:174]
+            [g-1] [  103.507981] RIP: 0010:__csd_lock_wait+0xa1/0x2e0
+            [g-1] [  103.508963] Call Trace:
+        ";
+        let mut q = in_locktorture();
+        feed(&mut q, lines);
+        assert_eq!(q.nodes["g-1"].csd_waits.len(), 1);
+        assert_eq!(q.nodes["g-1"].soft_lockups.len(), 1);
+        assert_eq!(
+            signatures(&judged(&s, &q, &stalled("g-1"))),
+            ["vcpu-not-run"]
+        );
+        // A soft lockup of a CPU that waits for nobody silent is evidence.
+        let mut o = in_locktorture();
+        feed(&mut o, lines);
+        feed(
+            &mut o,
+            "[g-1] [  104.000000] watchdog: BUG: soft lockup - CPU#3 stuck for 22s! [lock_torture_wr:99]",
+        );
+        assert!(!judged(&s, &o, &stalled("g-1")).platform());
+        // And so is one that waits for a CPU that answered the NMI.
+        let mut a = in_locktorture();
+        feed(
+            &mut a,
+            &lines
+                .replace(
+                    "[   52.667949] Sending NMI from CPU 2 to CPUs 0:",
+                    "[   52.667949] NMI backtrace for cpu 0",
+                )
+                .replace(
+                    "these CPUS still haven't responded to the NMI: 0",
+                    "NMI backtrace for cpu 0",
+                ),
+        );
+        assert!(!judged(&s, &a, &stalled("g-1")).platform());
+    }
+
+    #[test]
+    fn an_l1_cpu_stuck_in_guest_mode_explains_its_guests_missed_seconds() {
+        // pvlock-hlt-in-guest, CI on 2026-12-02: L1's CPU 1 waits 5 s for
+        // an IPI to CPU 0, whose backtrace NMI finds it right after VMRUN;
+        // the guest's CPU 0, not run meanwhile, reports a soft lockup as
+        // soon as it runs again, in code that is not the project's.
+        let s = scenario(PVLOCK);
+        let l1 = "
+            [   52.763753] smp: csd: Detected non-responsive CSD lock (#1) on CPU#1, waiting 5000000135 ns for CPU#00 flush_tlb_func+0x0/0x210(0xffa0000000163bc0).
+            [   52.765586] smp: \tcsd: CSD lock (#1) unresponsive.
+            [   52.768180] NMI backtrace for cpu 0
+            [   52.773740] RIP: 0010:svm_vcpu_run+0x37b/0x700
+            [   52.778719] Call Trace:
+            [   52.785434] smp: csd: CSD lock (#1) got unstuck on CPU#01, CPU#00 released the lock.
+        ";
+        let g = "
+            [g-1] [   39.214255] watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [init:47]
+            [g-1] [   39.222279] RIP: 0010:handle_mm_fault+0x15f4/0x20e0
+            [g-1] [   39.229219]  <TASK>
+            [g-1] [   39.229751]  ? do_user_addr_fault+0x1be/0x650
+            [g-1] [   39.231553]  </TASK>
+        ";
+        let mut q = in_locktorture();
+        feed(&mut q, l1);
+        feed(&mut q, g);
+        feed(&mut q, G_FINISH);
+        assert_eq!(
+            signatures(&judged(&s, &q, &RunEnd::default())),
+            ["l1-stuck-in-guest"]
+        );
+        // A guest CPU that was in the project's code is evidence.
+        let mut pv = in_locktorture();
+        feed(&mut pv, l1);
+        feed(
+            &mut pv,
+            &g.replace(
+                "handle_mm_fault+0x15f4/0x20e0",
+                "_RNvCs1_guest_pvlock_slowpath+0x21/0x400",
+            ),
+        );
+        feed(&mut pv, G_FINISH);
+        assert!(!judged(&s, &pv, &RunEnd::default()).platform());
+        // So is a guest problem long after L1 got going again.
+        let mut late = in_locktorture();
+        feed(&mut late, l1);
+        late.wall = 60.0;
+        feed(&mut late, g);
+        feed(&mut late, G_FINISH);
+        assert!(!judged(&s, &late, &RunEnd::default()).platform());
+        // An L1 CPU that an NMI found anywhere but in guest mode is no
+        // evidence: it may have held interrupts off itself.
+        let mut host = in_locktorture();
+        feed(
+            &mut host,
+            &l1.replace(
+                "svm_vcpu_run+0x37b/0x700",
+                "_RNvCs2_host_kvm_wait+0x10/0x80",
+            ),
+        );
+        feed(&mut host, g);
+        feed(&mut host, G_FINISH);
+        assert!(!judged(&s, &host, &RunEnd::default()).platform());
     }
 
     #[test]
