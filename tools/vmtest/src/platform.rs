@@ -64,11 +64,16 @@ pub enum Signature {
     LostGsBase,
     /// An L1 CPU did not answer an IPI for 5 s while in guest mode.
     L1StuckInGuest,
+    /// L1 scheduled with an NMI entry's count left in its preempt count
+    /// while an L2 crashed in its exception entry.
+    LostNmiExit,
+    /// A silent L2 with a vCPU whose RIP stayed in KVM's world switch.
+    HostStateInGuest,
 }
 
 impl Signature {
     /// Every signature, in report order.
-    pub const ALL: [Signature; 16] = [
+    pub const ALL: [Signature; 18] = [
         Signature::L1Stall,
         Signature::L1Reset,
         Signature::L2TimerStall,
@@ -85,6 +90,8 @@ impl Signature {
         Signature::HaltedNoInterrupts,
         Signature::LostGsBase,
         Signature::L1StuckInGuest,
+        Signature::LostNmiExit,
+        Signature::HostStateInGuest,
     ];
 
     /// Its short stable name, for tables and JSON.
@@ -106,6 +113,8 @@ impl Signature {
             Signature::HaltedNoInterrupts => "halted-no-interrupts",
             Signature::LostGsBase => "lost-gs-base",
             Signature::L1StuckInGuest => "l1-stuck-in-guest",
+            Signature::LostNmiExit => "lost-nmi-exit",
+            Signature::HostStateInGuest => "host-state-in-guest",
         }
     }
 }
@@ -178,6 +187,7 @@ fn entry_fault_recursion<'a>(mut lines: impl Iterator<Item = &'a String> + Clone
                 "RIP: 0010:exc_page_fault",
                 "RIP: 0010:irqentry_enter",
                 "RIP: 0010:error_entry",
+                "RIP: 0010:asm_exc_page_fault",
             ]
             .iter()
             .any(|r| l.contains(r))
@@ -354,19 +364,61 @@ fn l1_stuck_in_guest(l1: &Node) -> Option<(u64, u32)> {
     })
 }
 
-/// How long after an L1 event of `sig` an L2 problem still counts as its
-/// consequence, in seconds of the run's time: an L1 crash ends the run;
-/// an L1 CPU stuck in guest mode resumes, and its L2 reports what it missed
-/// at once.
-fn l2_reach_after(sig: Signature) -> f64 {
+/// From how long before to how long after an L1 event of `sig` an L2
+/// problem counts as its consequence, in seconds of the run's time: an L1
+/// crash ends the run; an L1 CPU stuck in guest mode resumes, and its L2
+/// reports what it missed at once. `None`: the event explains no L2
+/// problem (an L2's crash is what it follows).
+fn l2_reach(sig: Signature) -> Option<(f64, f64)> {
     match sig {
-        Signature::L1StuckInGuest => L1_STUCK_REACH_SECS,
-        _ => f64::INFINITY,
+        Signature::L1StuckInGuest => Some((L1_CRASH_REACH_SECS, L1_STUCK_REACH_SECS)),
+        Signature::LostNmiExit => None,
+        _ => Some((L1_CRASH_REACH_SECS, f64::INFINITY)),
     }
 }
 
-/// See [`l2_reach_after`].
+/// See [`l2_reach`].
 const L1_STUCK_REACH_SECS: f64 = 15.0;
+
+/// How far apart (seconds of the run's time) an L2's crash in its
+/// exception entry and L1's [`Signature::LostNmiExit`] may be: L2 lines
+/// reach the console through L1's userspace, later than L1's own.
+const LOST_NMI_EXIT_SECS: f64 = 30.0;
+
+/// `NMI_OFFSET` of Linux 7.3's preempt count (PREEMPT 8 bits, SOFTIRQ 8,
+/// HARDIRQ_DISABLE 8, HARDIRQ 4, then NMI).
+const NMI_OFFSET: u64 = 1 << 28;
+
+/// L1 scheduled (`BUG: scheduling while atomic: qemu-system-x86/91/
+/// 0x11000001`) with an NMI entry's count (and its hardirq count) left in
+/// its preempt count, in a report without the project's code, while an L2
+/// crashed in its exception entry (page faults recursing into the stack
+/// guard page) at the same time: the NMI was left without its exit path,
+/// which no code of the project's runs in (host_kvm has no NMI handler,
+/// and KVM's pvlock hooks run in vCPU threads). Seen in CI on 2026-12-02
+/// with no project code in L1 or L2 (nopvspin), L1 then reporting the L2's
+/// fault address in its own CR2. Returns the sequence number of the report.
+fn lost_nmi_exit(p: &Parsed, l1: &Node) -> Option<u64> {
+    let seq = l1.problems.iter().zip(&l1.problem_at).find_map(|(l, at)| {
+        let count = l
+            .split_once("BUG: scheduling while atomic: ")?
+            .1
+            .rsplit('/')
+            .next()?
+            .trim();
+        let count = u64::from_str_radix(count.trim_start_matches("0x"), 16).ok()?;
+        (count & NMI_OFFSET != 0).then_some(at.0)
+    })?;
+    let own_code = l1.project_frames.iter().any(|&f| f >= seq && f <= seq + 60);
+    let l2_entry_crash = p.nodes.iter().any(|(name, n)| {
+        name != "l1"
+            && n.problems.iter().zip(&n.problem_at).any(|(l, at)| {
+                l.contains("stack guard page was hit")
+                    && (p.wall_of(at.0) - p.wall_of(seq)).abs() <= LOST_NMI_EXIT_SECS
+            })
+    });
+    (!own_code && l2_entry_crash).then_some(seq)
+}
 
 /// Kernel problem lines that are a crash (not a stall report or a
 /// deliberate panic).
@@ -625,6 +677,17 @@ fn silent_kernel(name: &str, n: &Node) -> Option<Event> {
     // next interrupt (its timer's, at the latest), so the level below
     // delivered none for a minute. A vCPU halted in a lock wait shows the
     // wait on its stack.
+    if !l1 {
+        if let Some(v) = regs::host_state_in_guest(&n.regs) {
+            return event(
+                Signature::HostStateInGuest,
+                format!(
+                    "{v}: the guest's vCPU held L1's own register state, KVM's world switch, which the guest never runs; it did not run the guest's code ({}; nested TCG)",
+                    regs::describe(&n.regs)
+                ),
+            );
+        }
+    }
     match regs::verdict(&n.regs, online_cpus(n)) {
         Verdict::InProject(_) => return None,
         Verdict::HaltedNoInterrupts => {
@@ -721,6 +784,15 @@ pub fn events(s: &Scenario, p: &Parsed, end: &RunEnd) -> Vec<Event> {
             why: format!(
                 "l1: CPU {cpu} answered no IPI for 5 s and its NMI found it in guest mode (nested TCG did not deliver the interrupt)"
             ),
+            since,
+            problems: true,
+        });
+    }
+    if let Some(since) = p.nodes.get("l1").and_then(|l1| lost_nmi_exit(p, l1)) {
+        v.push(Event {
+            kernel: "l1".into(),
+            signature: Signature::LostNmiExit,
+            why: "l1: scheduled with an NMI's count left in its preempt count while its guest crashed in its exception entry (nested TCG lost the NMI's exit)".into(),
             since,
             problems: true,
         });
@@ -858,9 +930,10 @@ fn explained(f: &Failure, events: &[Event], p: &Parsed, end: &RunEnd) -> bool {
                         && (e.kernel == kernel && *seq >= e.since
                             || e.kernel == "l1"
                                 && kernel != "l1"
-                                && p.wall_of(e.since) - p.wall_of(*seq) <= L1_CRASH_REACH_SECS
-                                && p.wall_of(*seq) - p.wall_of(e.since)
-                                    <= l2_reach_after(e.signature)
+                                && l2_reach(e.signature).is_some_and(|(before, after)| {
+                                    p.wall_of(e.since) - p.wall_of(*seq) <= before
+                                        && p.wall_of(*seq) - p.wall_of(e.since) <= after
+                                })
                                 && (e.signature != Signature::L1StuckInGuest
                                     || no_project_frame_near(p, kernel, *seq)))
                 })
@@ -2151,6 +2224,67 @@ steps = [
         feed(&mut host, g);
         feed(&mut host, G_FINISH);
         assert!(!judged(&s, &host, &RunEnd::default()).platform());
+    }
+
+    #[test]
+    fn an_nmi_count_left_in_l1_beside_a_guest_entry_crash_is_the_platforms() {
+        // nopvspin, CI on 2026-12-02, no project code in L1 or L2: the
+        // guest's page faults recursed in its exception entry, and L1's
+        // vCPU thread scheduled with NMI_OFFSET + HARDIRQ_OFFSET still in
+        // its preempt count.
+        let l1 = "
+            [   29.869009] BUG: scheduling while atomic: qemu-system-x86/74/0x11000001
+            [   29.869369] Modules linked in:
+            [   29.875207] Call Trace:
+            [   29.886802]  <TASK>
+            [   29.888356]  ? __schedule+0x72e/0x910
+            [   29.888898]  ? __x64_sys_ioctl+0x6ea/0x780
+            [   29.889395]  </TASK>
+        ";
+        let g = "
+            [g-1] [   16.400465] BUG: #DF stack guard page was hit at fffffe0000043ff8 (stack is fffffe0000044000..fffffe0000046000)
+            [g-1] [   16.427512] Oops: stack guard page: 0000 [#1] SMP
+            [g-1] [   16.812808] RIP: 0010:asm_exc_page_fault+0x8/0x30
+            [g-1] [   28.685175] Kernel panic - not syncing: Fatal exception in interrupt
+            [g-1] @@PV L1.l1 l2-exit g-1 rc=0
+            @@PV L1.l1 step-end l22 rc=0 secs=41.06
+            @@PV L1.l1 done rc=0 uptime=44.40
+        ";
+        let start = "
+            @@PV L1.l1 boot uptime=1.36 nproc=2 kernel=7.3.4
+            @@PV L1.l1 step-begin l22 l2 490 g:1:4:768M:host
+            [g-1] @@PV L2.g-1 boot uptime=4.72 nproc=4 kernel=7.3.4
+            [g-1] @@PV L2.g-1 step-begin lt1 locktorture spin_lock_irq 8 30
+        ";
+        let s = scenario(STOCK);
+        let mut p = Parsed::default();
+        feed(&mut p, start);
+        feed(&mut p, l1);
+        feed(&mut p, g);
+        let mut sigs = signatures(&judged(&s, &p, &RunEnd::default()));
+        sigs.sort();
+        assert_eq!(sigs, ["entry-fault-recursion", "lost-nmi-exit"]);
+        // The L1 event explains no guest problem: with guest_pvlock in the
+        // guest (broken-dropped-kick, CI on 2026-12-01), the crash stays
+        // real.
+        let mut pv = in_locktorture();
+        feed(&mut pv, l1);
+        feed(&mut pv, g);
+        let j = judged(&scenario(PVLOCK), &pv, &RunEnd::default());
+        assert!(!j.platform());
+        assert!(j.signatures().contains(&"lost-nmi-exit"));
+        // A count without the NMI bit is a bug like any other.
+        let mut plain = Parsed::default();
+        feed(&mut plain, start);
+        feed(&mut plain, &l1.replace("0x11000001", "0x00000002"));
+        feed(&mut plain, g);
+        assert!(!judged(&s, &plain, &RunEnd::default()).platform());
+        // So is one with no guest crash beside it.
+        let mut alone = Parsed::default();
+        feed(&mut alone, start);
+        feed(&mut alone, l1);
+        feed(&mut alone, "@@PV L1.l1 done rc=0 uptime=44.40");
+        assert!(!judged(&s, &alone, &RunEnd::default()).platform());
     }
 
     #[test]

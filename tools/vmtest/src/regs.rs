@@ -242,6 +242,30 @@ pub enum Verdict {
     Unclear,
 }
 
+/// KVM's world switch: code that only a kernel running guests executes.
+const HOST_WORLD_SWITCH: [&str; 5] = [
+    "__svm_vcpu_run+",
+    "svm_vcpu_run+",
+    "__vmx_vcpu_run+",
+    "vmx_vcpu_enter_exit+",
+    "vmx_vmexit+",
+];
+
+/// In the samples of a guest (an L2, which runs no guests of its own), a
+/// vCPU whose RIP is in KVM's world switch in every sample taken of it:
+/// the register state the level below keeps for the guest's vCPU is its
+/// own (L1 and L2 boot the same image at the same addresses), so that vCPU
+/// does not run the guest's code, and whatever waits for it (a lock its
+/// code holds, an IPI) waits for ever. Its description.
+pub fn host_state_in_guest(samples: &[VcpuRegs]) -> Option<String> {
+    let in_switch =
+        |r: &VcpuRegs| r.cpl == 0 && HOST_WORLD_SWITCH.iter().any(|k| r.at.starts_with(k));
+    samples
+        .iter()
+        .find(|r| in_switch(r) && samples.iter().filter(|o| o.cpu == r.cpu).all(in_switch))
+        .map(VcpuRegs::describe)
+}
+
 /// The verdict of `samples` of a kernel with `cpus` CPUs online.
 pub fn verdict(samples: &[VcpuRegs], cpus: u32) -> Verdict {
     if let Some(r) = samples.iter().find(|r| r.project.is_some()) {
@@ -372,6 +396,37 @@ ffffffff82000000 D some_data
         .unwrap();
         assert!(!r.resolved && r.project.is_none());
         assert!(VcpuRegs::parse("sample=1 cpu=x", &[], None).is_none());
+    }
+
+    #[test]
+    fn a_guest_vcpu_in_the_hosts_world_switch_is_not_its_own() {
+        // pvlock-faults, CI on 2026-12-02: a silent L2 whose vCPU 0 sat at
+        // L1's __svm_vcpu_run+0x9c in both samples while its other vCPUs
+        // waited for a lock, one in a lock wait.
+        let m = "ffffffff81000000 T _stext
+ffffffff8147eaa0 T __svm_vcpu_run
+ffffffff8147ec00 T __svm_sev_es_vcpu_run
+ffffffff812e3fa0 T rust_helper_pvlock_kvm_wait
+ffffffff812e4000 T other
+";
+        let syms = Symbols::parse(m);
+        let r = |l: &str| VcpuRegs::parse(l, &[], Some(&syms)).unwrap();
+        let lines = [
+            "sample=1 cpu=0 rip=ffffffff8147eb3c rfl=00010246 hlt=0 cpl=0 stack=",
+            "sample=1 cpu=1 rip=ffffffff812e3fbd rfl=00000046 hlt=0 cpl=0 stack=",
+            "sample=2 cpu=0 rip=ffffffff8147eb3c rfl=00010246 hlt=0 cpl=0 stack=",
+            "sample=2 cpu=1 rip=ffffffff812e3fbd rfl=00000046 hlt=0 cpl=0 stack=",
+        ];
+        let samples: Vec<VcpuRegs> = lines.iter().map(|l| r(l)).collect();
+        assert_eq!(
+            host_state_in_guest(&samples).as_deref(),
+            Some("vCPU 0 at __svm_vcpu_run+0x9c (IF=1)")
+        );
+        // A vCPU that was there in one sample only moved on: no evidence.
+        let mut moved = samples.clone();
+        moved[2] = r("sample=2 cpu=0 rip=ffffffff812e4010 rfl=00000246 hlt=0 cpl=0 stack=");
+        assert_eq!(host_state_in_guest(&moved), None);
+        assert_eq!(host_state_in_guest(&samples[1..2]), None);
     }
 
     #[test]
