@@ -330,6 +330,9 @@ l2_watch() {
 			asked=
 		elif [ "$asked" != "$last" ]; then
 			asked=$last
+			# Said first: under load the samples can take a minute, and
+			# the harness waits for an L1 that is asking.
+			mark nmi-asking "$1"
 			l2_regs "$1"
 			l2_nmi "$1"
 		fi

@@ -158,10 +158,12 @@ fn a_silent_guest_is_asked_once_per_silence() {
     ) else {
         return;
     };
-    // Registers first: the NMI changes what the vCPUs do.
+    // Said first (the harness then waits for it), then the registers:
+    // the NMI changes what the vCPUs do.
+    let asking = "@@PV L1.l1 nmi-asking g-1";
     assert_eq!(
         lines(&out),
-        ["regs g-1", "nmi g-1", "regs g-1", "nmi g-1"],
+        [asking, "regs g-1", "nmi g-1", asking, "regs g-1", "nmi g-1"],
         "{out}"
     );
 }

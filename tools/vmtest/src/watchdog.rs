@@ -18,7 +18,9 @@
 //! through L1's QMP socket). The kernel then has [`NMI_GRACE_SECS`] to
 //! answer (a CPU's report of the NMI, which does not count as output) or
 //! resume; an L2 whose probe L1 did not report gets as long past
-//! [`STALL_SECS`].
+//! [`STALL_SECS`], or, once L1 said it is asking (`nmi-asking`: the
+//! register samples come first, and a loaded L1 takes its time), until
+//! [`PROBE_SECS`] after that.
 
 use crate::console::is_nmi_report;
 use std::collections::BTreeMap;
@@ -34,6 +36,10 @@ pub const L2_NMI_SECS: u64 = 60;
 
 /// Seconds a kernel has, after its NMI, before the run is stopped.
 pub const NMI_GRACE_SECS: u64 = 30;
+
+/// Seconds L1 has, once it said it is asking an L2 why it is silent, to
+/// report the NMI it injected (or could not).
+pub const PROBE_SECS: u64 = 120;
 
 /// A kernel's heartbeat line (L2s' relayed by L1 with their prefix); never
 /// logged or parsed.
@@ -59,6 +65,8 @@ pub enum Stall {
 enum Probe {
     Injected(Instant),
     Failed(Instant),
+    /// L1 began asking (register samples, then the NMI).
+    Asking(Instant),
 }
 
 /// What the watchdog heard, and when.
@@ -101,15 +109,14 @@ impl Watchdog {
             return true;
         }
         // L1's word on its probe of an L2.
-        for (event, injected) in [(" nmi-injected ", true), (" nmi-failed ", false)] {
+        for (event, p) in [
+            (" nmi-injected ", Probe::Injected(now)),
+            (" nmi-failed ", Probe::Failed(now)),
+            (" nmi-asking ", Probe::Asking(now)),
+        ] {
             if let Some((_, rest)) = text.split_once(event) {
                 let kernel = rest.split_whitespace().next().unwrap_or("");
                 if text.contains("@@PV L1.") && !kernel.is_empty() {
-                    let p = if injected {
-                        Probe::Injected(now)
-                    } else {
-                        Probe::Failed(now)
-                    };
                     self.probes.insert(kernel.to_string(), p);
                 }
             }
@@ -152,14 +159,14 @@ impl Watchdog {
         // The probe of a kernel since it went silent at `since`.
         let probe = |name: &str, since: Instant| {
             self.probes.get(name).copied().filter(|p| match p {
-                Probe::Injected(t) | Probe::Failed(t) => *t >= since,
+                Probe::Injected(t) | Probe::Failed(t) | Probe::Asking(t) => *t >= since,
             })
         };
         // L1 first: while it is silent, so are its guests.
         if let Some(&t) = self.heard.get("l1").filter(|_| !finished("l1")) {
             if past(t, STALL_SECS) {
                 return match probe("l1", t) {
-                    None => Some(Stall::Probe("l1".into())),
+                    None | Some(Probe::Asking(_)) => Some(Stall::Probe("l1".into())),
                     Some(Probe::Injected(at)) if !past(at, NMI_GRACE_SECS) => None,
                     Some(_) => Some(Stall::Heartbeat("l1".into())),
                 };
@@ -173,6 +180,8 @@ impl Watchdog {
                 None => past(t, STALL_SECS + NMI_GRACE_SECS),
                 Some(Probe::Injected(at)) => past(at, NMI_GRACE_SECS),
                 Some(Probe::Failed(_)) => true,
+                // L1 runs (it spoke): give it time to finish asking.
+                Some(Probe::Asking(at)) => past(at, PROBE_SECS),
             };
             if over {
                 return Some(Stall::Heartbeat(name.clone()));
@@ -227,6 +236,34 @@ mod tests {
         assert_eq!(
             w.stall(at(t0, 672), |n| n == "g-1"),
             Some(Stall::Heartbeat("l1".into()))
+        );
+    }
+
+    #[test]
+    fn an_l1_that_is_asking_gets_time_to_finish() {
+        // CI on 2026-12-02: an L2 went silent, L1 ran on, and the run was
+        // stopped before L1's samples and NMI came: no evidence either way.
+        let t0 = Instant::now();
+        let mut w = Watchdog::new(t0, None);
+        w.console_line("g-1", "@@HB", t0);
+        w.console_line("l1", "@@PV L1.l1 nmi-asking g-1", at(t0, 65));
+        for s in (70..400).step_by(5) {
+            w.console_line("l1", "@@HB", at(t0, s));
+        }
+        // Past 90 + 30 s of silence, but L1 said it is asking.
+        assert_eq!(w.stall(at(t0, 150), |_| false), None);
+        assert_eq!(w.stall(at(t0, 185), |_| false), None);
+        // It does not finish: stopped 120 s after it began.
+        assert_eq!(
+            w.stall(at(t0, 186), |_| false),
+            Some(Stall::Heartbeat("g-1".into()))
+        );
+        // It finishes: the NMI's grace, as ever.
+        w.console_line("l1", "@@PV L1.l1 nmi-injected g-1", at(t0, 170));
+        assert_eq!(w.stall(at(t0, 199), |_| false), None);
+        assert_eq!(
+            w.stall(at(t0, 201), |_| false),
+            Some(Stall::Heartbeat("g-1".into()))
         );
     }
 
