@@ -299,21 +299,17 @@ fn silent_cpus(n: &Node) -> Vec<u32> {
     v
 }
 
-/// A soft lockup of a CPU that the kernel reported waiting for an IPI from
-/// a CPU that answered no NMI (`csd: ... on CPU#2, waiting ... for
-/// CPU#00`): it spins in `csd_lock_wait()` because that vCPU is not run.
-fn soft_lockup_waits_for_silent(n: &Node, line: &str) -> bool {
+/// Every soft lockup the kernel reported is of a CPU that it also reported
+/// waiting for an IPI from a CPU that answered no NMI (`csd: ... on CPU#2,
+/// waiting ... for CPU#00`): each spins in `csd_lock_wait()` because that
+/// vCPU is not run.
+fn soft_lockups_wait_for_silent(n: &Node) -> bool {
     let silent = silent_cpus(n);
-    let Some(cpu) = line
-        .split_once("soft lockup - CPU#")
-        .and_then(|(_, r)| r.split(' ').next())
-        .and_then(|c| c.parse::<u32>().ok())
-    else {
-        return false;
-    };
-    n.csd_waits
-        .iter()
-        .any(|&(_, w, t)| w == cpu && silent.contains(&t))
+    n.soft_lockups.iter().all(|&(_, cpu)| {
+        n.csd_waits
+            .iter()
+            .any(|&(_, w, t)| w == cpu && silent.contains(&t))
+    })
 }
 
 fn vcpu_stopped_running(n: &Node) -> bool {
@@ -326,26 +322,13 @@ fn vcpu_stopped_running(n: &Node) -> bool {
         "soft lockup",
         "hard LOCKUP",
     ];
+    let lockups_explained = soft_lockups_wait_for_silent(n);
     !n.nmi_silent.is_empty()
         && n.problems.iter().any(|l| l.contains("rcu: INFO"))
-        && !n
-            .problems
-            .iter()
-            .any(|l| REAL.iter().any(|k| l.contains(k)) && !soft_lockup_waits_for_silent(n, l))
-}
-
-/// The world switch of KVM in L1: the instruction after `VMRUN` (SVM) or
-/// `VMLAUNCH`/`VMRESUME` (VMX), where a CPU that an NMI interrupted in
-/// guest mode resumes.
-fn in_world_switch(f: &str) -> bool {
-    [
-        "svm_vcpu_run+",
-        "__svm_vcpu_run+",
-        "vmx_vcpu_enter_exit+",
-        "__vmx_vcpu_run+",
-    ]
-    .iter()
-    .any(|k| f.starts_with(k))
+        && !n.problems.iter().any(|l| {
+            REAL.iter().any(|k| l.contains(k))
+                && !(lockups_explained && l.contains("soft lockup - CPU#"))
+        })
 }
 
 /// L1 reported a CPU that did not answer an IPI for 5 s (`csdlock_debug`)
@@ -359,7 +342,7 @@ fn l1_stuck_in_guest(l1: &Node) -> Option<(u64, u32)> {
     l1.csd_waits.iter().find_map(|&(seq, _, t)| {
         l1.nmi_rips
             .iter()
-            .any(|(s, cpu, f)| *s > seq && *cpu == t && in_world_switch(f))
+            .any(|(s, cpu, f)| *s > seq && *cpu == t && regs::in_world_switch(f))
             .then_some((seq, t))
     })
 }

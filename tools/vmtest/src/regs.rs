@@ -251,6 +251,12 @@ const HOST_WORLD_SWITCH: [&str; 5] = [
     "vmx_vmexit+",
 ];
 
+/// Whether function-and-offset `f` (`svm_vcpu_run+0x37b/0x700`) is in
+/// KVM's world switch: where a CPU that an NMI found in guest mode resumes.
+pub fn in_world_switch(f: &str) -> bool {
+    HOST_WORLD_SWITCH.iter().any(|k| f.starts_with(k))
+}
+
 /// In the samples of a guest (an L2, which runs no guests of its own), a
 /// vCPU whose RIP is in KVM's world switch in every sample taken of it:
 /// the register state the level below keeps for the guest's vCPU is its
@@ -258,8 +264,7 @@ const HOST_WORLD_SWITCH: [&str; 5] = [
 /// does not run the guest's code, and whatever waits for it (a lock its
 /// code holds, an IPI) waits for ever. Its description.
 pub fn host_state_in_guest(samples: &[VcpuRegs]) -> Option<String> {
-    let in_switch =
-        |r: &VcpuRegs| r.cpl == 0 && HOST_WORLD_SWITCH.iter().any(|k| r.at.starts_with(k));
+    let in_switch = |r: &VcpuRegs| r.cpl == 0 && in_world_switch(&r.at);
     samples
         .iter()
         .find(|r| in_switch(r) && samples.iter().filter(|o| o.cpu == r.cpu).all(in_switch))
