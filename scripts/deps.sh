@@ -53,7 +53,8 @@ done
 qemu_ok=0
 if command -v qemu-system-x86_64 >/dev/null; then
 	qv=$(qemu-system-x86_64 --version | sed -n 's/.*version \([0-9]*\)\..*/\1/p;q')
-	[ "${qv:-0}" -ge 8 ] && qemu_ok=1
+	# qboot.rom (qemu-system-data): the L2 guests' firmware
+	[ "${qv:-0}" -ge 8 ] && [ -e /usr/share/qemu/qboot.rom ] && qemu_ok=1
 fi
 src_ok=0
 [ -e "/usr/src/linux-source-$KVER.tar.xz" ] && src_ok=1
@@ -78,7 +79,7 @@ if [ ${#missing[@]} -gt 0 ] || [ $qemu_ok = 0 ] || [ $src_ok = 0 ]; then
 	}
 	apt_get update -qq
 	[ ${#missing[@]} -gt 0 ] && apt_get install -y -q --no-install-recommends "${missing[@]}"
-	[ $qemu_ok = 1 ] || apt_get install -y -q --no-install-recommends -t bookworm-backports qemu-system-x86
+	[ $qemu_ok = 1 ] || apt_get install -y -q --no-install-recommends -t bookworm-backports qemu-system-x86 qemu-system-data
 	[ $src_ok = 1 ] || apt_get install -y -q --no-install-recommends "linux-source-$KVER=$KPKGVER"
 	: "$changed"
 fi

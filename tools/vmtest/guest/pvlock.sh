@@ -240,6 +240,14 @@ PV_WATCH_EVERY=${PV_WATCH_EVERY:-5}
 # The host root, and where the QMP sockets are inside it.
 PV_HOST=${PV_HOST:-/host}
 PV_QMP_DIR=${PV_QMP_DIR:-/run}
+# The L2's machine: qboot (QEMU's minimal firmware) loads the kernel at once
+# and starts no AP, so an AP's first instruction is the kernel's own
+# trampoline; SeaBIOS starts every AP and parks it in a halt loop with
+# interrupts off, where, with HLT exits disabled (cpu-pm=on), nested TCG
+# once left both of L1's vCPUs halted in the guest for good (CI,
+# 2026-12-02). No NIC (and no option ROM to load), no VGA: the guests use
+# the serial console only.
+PV_L2_MACHINE="-bios /usr/share/qemu/qboot.rom -nic none -vga none"
 
 # The QMP client (/lib/qmp.py, tools/vmtest/guest/qmp.py) runs with the
 # host's python3 in the host root.
@@ -369,7 +377,7 @@ l2() {
 				(
 					# shellcheck disable=SC2086 # $qx: the group's extra QEMU arguments
 					timeout "$to" chroot /host qemu-system-x86_64 -accel kvm -cpu "$model" \
-						-smp "$cpus" -m "$mem" -nographic -monitor none -no-reboot $qx \
+						-smp "$cpus" -m "$mem" -nographic -monitor none -no-reboot $PV_L2_MACHINE $qx \
 						-qmp "unix:$PV_QMP_DIR/qmp-$name.sock,server=on,wait=off" \
 						-kernel "$pv_kernel" -initrd "$pv_initrd" \
 						-append "console=ttyS0 panic=-1 oops=panic quiet no-kvmapf csdlock_debug=1 pv_level=2 pv_group=$g pv_name=$name $cmd" \

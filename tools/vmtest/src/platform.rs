@@ -273,13 +273,6 @@ fn idle_jump_to_zero<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) ->
         && !lines.any(|l| project(&l))
 }
 
-/// An RCU stall in which a vCPU answered no NMI: an NMI reaches a vCPU
-/// whatever the guest runs on it (halted, spinning, interrupts off), unless
-/// it is already inside an NMI handler: an NMI ends a `HLT` whatever the
-/// guest waits for, a lost kick included. So L1 did not run that vCPU.
-/// Seen in L2s without any project code (an idle vCPU that an IPI never
-/// woke) as with it. A stall whose CPUs all answered shows their stacks and
-/// stays a failure, as does any oops, warning or lockup report.
 /// The CPUs that answered no backtrace NMI within 10 s: the kernel's own
 /// `these CPUS still haven't responded to the NMI: 0-1`, or the parser's
 /// `CPU 2 did not answer the backtrace NMI ...`.
@@ -312,6 +305,17 @@ fn soft_lockups_wait_for_silent(n: &Node) -> bool {
     })
 }
 
+/// An RCU stall, or a CPU waiting for an IPI (`csdlock_debug`), in which a
+/// vCPU answered no NMI: an NMI reaches a vCPU whatever the guest runs on
+/// it (halted, spinning, interrupts off), unless it is already inside an
+/// NMI handler: an NMI ends a `HLT` whatever the guest waits for, a lost
+/// kick included. So L1 did not run that vCPU. Seen in L2s without any
+/// project code (an idle vCPU that an IPI never woke; CPUs spinning for a
+/// TLB-flush IPI to a vCPU that never answered, upstream-pv on
+/// 2026-12-02) as with it. A CPU waiting for an IPI counts only when the
+/// CPU it waits for is one that answered no NMI. A report whose CPUs all
+/// answered shows their stacks and stays a failure, as does any oops,
+/// warning or lockup report.
 fn vcpu_stopped_running(n: &Node) -> bool {
     const REAL: [&str; 7] = [
         "BUG:",
@@ -323,8 +327,10 @@ fn vcpu_stopped_running(n: &Node) -> bool {
         "hard LOCKUP",
     ];
     let lockups_explained = soft_lockups_wait_for_silent(n);
+    let silent = silent_cpus(n);
+    let waits_for_silent = n.csd_waits.iter().any(|&(_, _, t)| silent.contains(&t));
     !n.nmi_silent.is_empty()
-        && n.problems.iter().any(|l| l.contains("rcu: INFO"))
+        && (n.problems.iter().any(|l| l.contains("rcu: INFO")) || waits_for_silent)
         && !n.problems.iter().any(|l| {
             REAL.iter().any(|k| l.contains(k))
                 && !(lockups_explained && l.contains("soft lockup - CPU#"))
@@ -816,7 +822,7 @@ pub fn events(s: &Scenario, p: &Parsed, end: &RunEnd) -> Vec<Event> {
                 kernel: name.clone(),
                 signature: Signature::VcpuNotRun,
                 why: format!(
-                    "{name}: RCU stall with a vCPU that answered no NMI for 10 s, so L1 did not run it (nested TCG); {}",
+                    "{name}: RCU stall or IPI wait with a vCPU that answered no NMI for 10 s, so L1 did not run it (nested TCG); {}",
                     n.nmi_silent[0].trim()
                 ),
                 since: n.problem_at.first().map(|p| p.0).unwrap_or(n.last_seq),
@@ -2143,6 +2149,59 @@ steps = [
                 ),
         );
         assert!(!judged(&s, &a, &stalled("g-1")).platform());
+    }
+
+    #[test]
+    fn cpus_waiting_for_an_ipi_to_a_vcpu_not_run_are_the_platforms() {
+        // upstream-pv, 2026-12-02, no RCU stall yet: CPUs 0 and 1 wait for
+        // a TLB-flush IPI to CPU 2, which answers no backtrace NMI; both
+        // then report soft lockups in csd_lock_wait(), and the harness
+        // stops the attempt 90 s after the first report.
+        let s = scenario(PVLOCK);
+        let lines = "
+            [g-1] [   39.217500] smp: csd: Detected non-responsive CSD lock (#1) on CPU#0, waiting 5000024060 ns for CPU#02 flush_tlb_func+0x0/0x210(0xffa000000010fc00).
+            [g-1] [   39.227030] smp: \tcsd: CSD lock (#1) unresponsive.
+            [g-1] [   39.233221] Sending NMI from CPU 0 to CPUs 2:
+            [g-1] [   40.334666] smp: csd: Detected non-responsive CSD lock (#2) on CPU#1, waiting 5000754865 ns for CPU#02 flush_tlb_func+0x0/0x210(0xffa0000000277c00).
+            [g-1] [   67.761099] watchdog: BUG: soft lockup - CPU#1 stuck for 34s! [sleep:120]
+            [g-1] [   67.761400] RIP: 0010:__csd_lock_wait+0xa1/0x2e0
+            [g-1] [   72.896233] After 10 seconds, these CPUS still haven't responded to the NMI: 2
+            [g-1] [   97.889777] watchdog: BUG: soft lockup - CPU#0 stuck for 60s! [sleep:116]
+        ";
+        let stopped = RunEnd {
+            problem_stop: true,
+            ..Default::default()
+        };
+        let mut q = in_locktorture();
+        feed(&mut q, lines);
+        assert_eq!(q.nodes["g-1"].csd_waits.len(), 2);
+        assert_eq!(signatures(&judged(&s, &q, &stopped)), ["vcpu-not-run"]);
+        // The CPU waited for answered its NMI: evidence, whatever else.
+        let mut a = in_locktorture();
+        feed(
+            &mut a,
+            &lines
+                .replace(
+                    "[   39.233221] Sending NMI from CPU 0 to CPUs 2:",
+                    "[   39.233221] Sending NMI from CPU 0 to CPUs 2:\n[g-1] [   39.240000] NMI backtrace for cpu 2",
+                )
+                .replace("these CPUS still haven't responded to the NMI: 2", "rcu: 0"),
+        );
+        assert!(a.nodes["g-1"].nmi_silent.is_empty());
+        assert!(!judged(&s, &a, &stopped).platform());
+        // A silent CPU that nobody waits for explains no IPI wait.
+        let mut o = in_locktorture();
+        feed(
+            &mut o,
+            &lines
+                .replace("CPU#02 flush_tlb_func", "CPU#03 flush_tlb_func")
+                .replace(
+                    "[   39.233221] Sending NMI from CPU 0 to CPUs 2:",
+                    "[   39.233221] Sending NMI from CPU 0 to CPUs 3:\n[g-1] [   39.240000] NMI backtrace for cpu 3",
+                ),
+        );
+        assert!(!o.nodes["g-1"].nmi_silent.is_empty());
+        assert!(!judged(&s, &o, &stopped).platform());
     }
 
     #[test]

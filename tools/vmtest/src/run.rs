@@ -348,9 +348,12 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
     // and the buddy detector then reports a hard LOCKUP in an L1 with no
     // project module loaded (nopvspin, 2026-12-01). L1 keeps the soft-
     // lockup and RCU stall detectors and the harness's NMI probe; L2s keep
-    // both lockup detectors.
+    // both lockup detectors. L1's TSC is the host's, constant and the same
+    // on every vCPU (tsc=reliable): the clocksource watchdog, reading HPET
+    // through emulated MMIO, once took TCG's delays for skew and marked it
+    // unstable mid-run, moving L1 and the kvmclock of its guests.
     let cmdline = format!(
-        "console=ttyS0 panic=-1 oops=panic quiet csdlock_debug=1 nmi_watchdog=0 pv_level=1 pv_name=l1 pv_kernel={} pv_initrd={} {}",
+        "console=ttyS0 panic=-1 oops=panic quiet csdlock_debug=1 nmi_watchdog=0 tsc=reliable pv_level=1 pv_name=l1 pv_kernel={} pv_initrd={} {}",
         kernel.display(),
         initrd.display(),
         s.l1.cmdline

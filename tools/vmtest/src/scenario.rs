@@ -116,7 +116,7 @@ fn default_l2_memory() -> String {
 }
 
 fn default_l2_cpu() -> String {
-    "host,tsc-deadline=off,pmu=off".into()
+    "host,-svm,tsc-deadline=off,pmu=off".into()
 }
 
 /// One step of a level's plan.
@@ -464,7 +464,7 @@ steps = [
             .contains("step load1 120 load host_kvm force=1\n"));
         assert!(plans[0]
             .1
-            .contains("step l22 300 l2 290 g:1:4:768M:host,tsc-deadline=off,pmu=off\n"));
+            .contains("step l22 300 l2 290 g:1:4:768M:host,-svm,tsc-deadline=off,pmu=off\n"));
         assert_eq!(plans[1].0, "plan/L2-g.sh");
         assert!(plans[1]
             .1
