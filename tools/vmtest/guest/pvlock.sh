@@ -223,6 +223,63 @@ hist_stop() {
 	echo '!hist:keys=nr:vals=hitcount:sort=nr' >"$HT/trigger"
 }
 
+# --- the lock-wait record -----------------------------------------------------
+# L1 keeps its guests' latest lock waits and kicks (the kvm_hypercall events
+# of KVM_HC_PVLOCK_WAIT, KVM_HC_PVLOCK_KICK and KVM_HC_KICK_CPU) in a trace
+# instance of its own. When a guest reports a stuck CPU (an IPI not
+# answered, an RCU stall, a lockup) or goes silent, L1 prints, per vCPU
+# thread, its last lock wait and the last kick to it ("waitrec" lines,
+# kicked=yes when that kick's token is the wait's or later): a vCPU stuck
+# in a wait whose kick came was not woken by the host, one whose kick never
+# came was not kicked by its guest.
+WI=/sys/kernel/tracing/instances/pvlock
+waitrec_start() {
+	if ! { mkdir -p "$WI" && echo 1024 >"$WI/buffer_size_kb" &&
+		echo 'nr == 0x70760001 || nr == 0x70760003 || nr == 5' >"$WI/events/kvm/kvm_hypercall/filter" &&
+		echo 1 >"$WI/events/kvm/kvm_hypercall/enable"; } 2>/dev/null; then
+		mark waitrec-off "cannot trace kvm_hypercall in $WI"
+	fi
+}
+# waitrec NAME WHY: the record, once per guest NAME (WHY: ipi-wait, rcu-stall,
+# lockup, silent).
+waitrec() {
+	[ -e "$WI/trace" ] && [ ! -e "/tmp/pv-waitrec-$1" ] || return 0
+	: >"/tmp/pv-waitrec-$1"
+	mark waitrec "$1 why=$2 events=$(grep -c kvm_hypercall: "$WI/trace")"
+	# A thread's APIC ID is the one whose kicks carry the tokens of its
+	# waits (tokens are per guest CPU, so those of two CPUs can be equal:
+	# the most frequent match wins).
+	awk -v lv="$LV" -v g="$1" '
+	function hex(s,  v, i, c) {
+		v = 0; s = tolower(s); sub(/^0x/, "", s)
+		for (i = 1; i <= length(s); i++) { c = index("0123456789abcdef", substr(s, i, 1)); v = v * 16 + c - 1 }
+		return v
+	}
+	/kvm_hypercall:/ {
+		th = $1; t = $4; sub(":", "", t); nr = a1 = a2 = ""
+		for (i = 1; i < NF; i++) {
+			if ($i == "nr") nr = $(i + 1)
+			if ($i == "a1") a1 = $(i + 1)
+			if ($i == "a2") a2 = $(i + 1)
+		}
+		if (nr == "0x70760003") { w[th] = a1; wt[th] = t; nw[th]++ }
+		else if (nr == "0x70760001") {
+			lk[a1] = a2; lkt[a1] = t; nk[a1]++
+			for (x in w) if (w[x] == a2) vote[x, a1]++
+		} else if (nr == "0x5") { kc[a1] = t; nkc[a1]++ }
+	}
+	END {
+		for (th in w) {
+			best = ""; n = 0
+			for (a in lk) if (vote[th, a] > n) { n = vote[th, a]; best = a }
+			kicked = best == "" ? "?" : (hex(lk[best]) >= hex(w[th]) ? "yes" : "no")
+			printf "@@PV %s waitrec %s thread=%s apic=%s waits=%d last_wait=%s at=%s its_last_kick=%s at=%s kicked=%s\n", lv, g, th, best == "" ? "?" : best, nw[th], w[th], wt[th], best == "" ? "-" : lk[best], best == "" ? "-" : lkt[best], kicked
+		}
+		for (a in kc)
+			printf "@@PV %s waitrec %s apic=%s kick_cpu=%d last_at=%s\n", lv, g, a, nkc[a], kc[a]
+	}' "$WI/trace"
+}
+
 # --- silent L2s ---------------------------------------------------------------
 # L1 asks an L2 that says nothing (its heartbeat included) for PV_NMI_AFTER
 # seconds why, once per silence, through the QMP socket of the L2's QEMU:
@@ -320,6 +377,9 @@ l2_relay() {
 		case "$l" in
 		*" step-begin "*) ;;
 		*"@@PV L2."*" hcmark "*) hist_stop "$1:${l##* hcmark }"; hist_start ;;
+		*"csd: Detected non-responsive"*) waitrec "$1" ipi-wait ;;
+		*"rcu: INFO"*) waitrec "$1" rcu-stall ;;
+		*"soft lockup"* | *"hard LOCKUP"*) waitrec "$1" lockup ;;
 		esac
 	done
 }
@@ -341,6 +401,7 @@ l2_watch() {
 			# Said first: under load the samples can take a minute, and
 			# the harness waits for an L1 that is asking.
 			mark nmi-asking "$1"
+			waitrec "$1" "silent"
 			l2_regs "$1"
 			l2_nmi "$1"
 		fi
@@ -356,6 +417,7 @@ l2() {
 	to=$1; shift
 	hostroot || { mark error "cannot mount the host root over 9p"; return 1; }
 	hist_start
+	waitrec_start
 	# A guest that resets (triple fault) leaves QEMU with status 0 and no
 	# message: trace KVM's shutdown exits (SVM exit code 0x7f) to name them.
 	echo 'exit_reason == 127' >"$EX/filter" 2>/dev/null && echo 1 >"$EX/enable"
