@@ -44,6 +44,12 @@
 //! the wait no interrupt runs, so the held kick is still there when the wait
 //! starts. A kick for a wait that is over ends no later wait (tokens grow).
 //!
+//! A host with `host_kvm` bounds every lock wait (1 s by default) and says
+//! so when the bound ended one ([`Waited::Bound`]): whatever loses a kick,
+//! here or in the host, a waiter waits at most that long and looks at its
+//! lock again. A waiter whose bounded wait ended after the unlock that owed
+//! it a kick counts a missed wake-up, which the tests require to be 0.
+//!
 //! # Modes
 //!
 //! How a CPU waits and kicks is the lock's mode, which only ever moves
@@ -144,6 +150,9 @@ pub(crate) enum Waited {
     Skipped,
     /// The CPU waited, and the wait ended.
     Ended,
+    /// The CPU waited until the host's bound on the wait ended it: no kick
+    /// came in that time.
+    Bound,
     /// The host withdrew the wait hypercall (`-KVM_ENOSYS`): no wait.
     Gone,
 }
@@ -264,10 +273,16 @@ pub(crate) enum Counter {
     Yields,
     /// Moves to a mode that waits and kicks differently (or not at all).
     ModeChanges,
+    /// Waits that the host's bound ended (no kick came in that time).
+    WaitsBound,
+    /// ... of which the waiter found the lock released to it (a queue
+    /// head's lock unlocked, a waiter made head and hashed for the unlock
+    /// that has happened): its kick was lost, or came later than the bound.
+    WakeupsMissed,
 }
 
 /// Number of [`Counter`]s.
-pub(crate) const NR_COUNTERS: usize = Counter::ModeChanges as usize + 1;
+pub(crate) const NR_COUNTERS: usize = Counter::WakeupsMissed as usize + 1;
 
 /// Every counter, in `abi::GUEST_COUNTERS` order.
 pub(crate) const COUNTERS: [Counter; NR_COUNTERS] = [
@@ -289,6 +304,8 @@ pub(crate) const COUNTERS: [Counter; NR_COUNTERS] = [
     Counter::BadUnlocks,
     Counter::Yields,
     Counter::ModeChanges,
+    Counter::WaitsBound,
+    Counter::WakeupsMissed,
 ];
 
 const _: () = assert!(COUNTERS.len() == abi::GUEST_COUNTERS.len());
@@ -646,6 +663,7 @@ impl PvLock {
 
     /// Waits in `mode` for the wait `token` while `cond()` holds; counts the
     /// time. A withdrawn wait hypercall moves the lock to the next mode.
+    /// Returns whether the host's bound ended the wait.
     fn wait_in_mode<P: Platform>(
         &self,
         p: &P,
@@ -653,7 +671,7 @@ impl PvLock {
         mode: u32,
         token: u64,
         cond: impl FnOnce() -> bool,
-    ) {
+    ) -> bool {
         let how = if mode == MODE_WAIT {
             Wait::Hypercall
         } else {
@@ -661,17 +679,22 @@ impl PvLock {
         };
         let t = self.clock(p);
         let cond = || p.mutant(Mutant::NoRecheck) || cond();
-        match p.wait_if(how, token, cond) {
-            Waited::Ended => {
+        let waited = p.wait_if(how, token, cond);
+        match waited {
+            Waited::Ended | Waited::Bound => {
                 let d = self.clock(p).wrapping_sub(t);
                 self.count(p, cpu, Counter::TimeBlocked, d);
                 self.record(p, cpu, Histogram::Blocked, d);
+                if waited == Waited::Bound {
+                    self.count(p, cpu, Counter::WaitsBound, 1);
+                }
             }
             Waited::Gone => {
                 self.degrade(p, mode);
             }
             Waited::Skipped => {}
         }
+        waited == Waited::Bound
     }
 
     /// Kicks the wait `token` of `target`: one hypercall, two if the host
@@ -797,7 +820,7 @@ impl PvLock {
             let prev = self.node(node_id(pcpu, pidx));
             prev.next
                 .store(node_id(cpu, idx).wrapping_add(1), Ordering::Release);
-            self.wait_node(p, cpu, node, prev, pcpu);
+            self.wait_node(p, cpu, lock, node, prev, pcpu);
             // The predecessor took the lock before handing the queue on:
             // it is the likely holder now.
             holder = Some(pcpu);
@@ -828,7 +851,15 @@ impl PvLock {
     }
 
     /// Spins, then waits, until the predecessor makes `node` the head.
-    fn wait_node<P: Platform>(&self, p: &P, cpu: usize, node: &Node, prev: &Node, pcpu: usize) {
+    fn wait_node<L: LockWord, P: Platform>(
+        &self,
+        p: &P,
+        cpu: usize,
+        lock: &L,
+        node: &Node,
+        prev: &Node,
+        pcpu: usize,
+    ) {
         loop {
             let t_spin = self.clock(p);
             let threshold = p.spin_threshold();
@@ -881,7 +912,16 @@ impl PvLock {
                     }
                     c
                 };
-                self.wait_in_mode(p, cpu, mode, token, still_halted);
+                let bound = self.wait_in_mode(p, cpu, mode, token, still_halted);
+                if bound
+                    && node.locked.load(Ordering::Acquire) != 0
+                    && node.state.load(Ordering::Relaxed) == HASHED
+                    && lock.locked() != Q_SLOW_VAL
+                {
+                    // The predecessor made us head and hashed us for the
+                    // unlock, which removed the mark and had to kick us.
+                    self.count(p, cpu, Counter::WakeupsMissed, 1);
+                }
             }
             // Back to running unless the predecessor hashed us for a kick
             // (then we stay `HASHED` until we are the head).
@@ -1012,7 +1052,14 @@ impl PvLock {
                 }
                 c
             };
-            self.wait_in_mode(p, cpu, mode, token, still_slow);
+            let bound = self.wait_in_mode(p, cpu, mode, token, still_slow);
+            if bound && lock.locked() != Q_SLOW_VAL {
+                // The unlock removed the mark (and our entry), then had to
+                // kick us: its kick did not end the wait within the host's
+                // bound. (Or it is still on its way, from an unlocker
+                // preempted between its release and its kick for as long.)
+                self.count(p, cpu, Counter::WakeupsMissed, 1);
+            }
             // While the mark is there, our entry is too: a wake-up before the
             // unlock is spurious. Once the unlocker removed both, we do not
             // hash again (upstream's rule): if the lock was stolen meanwhile

@@ -131,6 +131,7 @@ impl Platform for Guest {
         match guest::wait_if(how, token, cond) {
             guest::Waited::Skipped => Waited::Skipped,
             guest::Waited::Ended => Waited::Ended,
+            guest::Waited::Bound => Waited::Bound,
             // A host that refuses the wait hypercall (withdrawn, or any
             // other error) is not waited on again.
             guest::Waited::Failed(_) => Waited::Gone,

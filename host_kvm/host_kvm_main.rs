@@ -16,7 +16,7 @@ use kernel::{
     prelude::*,
     pvlock::{
         abi::{self, Kick},
-        kvm::{PvlockHost, Registration, Vcpu, Vm, VmState},
+        kvm::{PvlockHost, Registration, Vcpu, Vm, VmState, WaitEnd},
         param::{BoolParam, U32Param},
         stats::{check_zero_stats_write, write_u32_array, Log2Histogram, BUCKETS},
     },
@@ -43,6 +43,10 @@ kernel::pvlock_module_param!(yield_to_target: BoolParam = YIELD, 0o644,
 static SPIN_THRESHOLD: U32Param = U32Param::new(0, 0, abi::MAX_SPIN_THRESHOLD);
 kernel::pvlock_module_param!(spin_threshold: U32Param = SPIN_THRESHOLD, 0o644,
     "For VMs enabled by 'force': spin threshold recommended to guests, 0 for none");
+
+static MAX_WAIT_MS: U32Param = U32Param::new(1000, 0, 60_000);
+kernel::pvlock_module_param!(max_wait_ms: U32Param = MAX_WAIT_MS, 0o644,
+    "Bound on a lock wait, in ms: a wait that lasts it ends as if kicked, and the guest is told (0: no bound; default 1000)");
 
 static INJECT_IGNORE_KICKS: BoolParam = BoolParam::new(false);
 kernel::pvlock_module_param!(inject_ignore_kicks: BoolParam = INJECT_IGNORE_KICKS, 0o644,
@@ -72,9 +76,10 @@ enum Counter {
     EnableCap,
     EnableCapBad,
     KicksIgnored,
+    WaitsBound,
 }
 
-const NR_COUNTERS: usize = Counter::KicksIgnored as usize + 1;
+const NR_COUNTERS: usize = Counter::WaitsBound as usize + 1;
 
 const COUNTERS: [Counter; NR_COUNTERS] = [
     Counter::Kicks,
@@ -96,6 +101,7 @@ const COUNTERS: [Counter; NR_COUNTERS] = [
     Counter::EnableCap,
     Counter::EnableCapBad,
     Counter::KicksIgnored,
+    Counter::WaitsBound,
 ];
 
 const _: () = assert!(COUNTERS.len() == abi::HOST_COUNTERS.len());
@@ -182,7 +188,8 @@ impl Host {
             return -abi::KVM_EINVAL;
         }
         count(Counter::Waits);
-        if !vcpu.wait(token) {
+        let bound_ns = u64::from(MAX_WAIT_MS.get()) * 1_000_000;
+        if !vcpu.wait(token, bound_ns) {
             count(Counter::WaitsAtOnce);
         }
         0
@@ -247,12 +254,14 @@ impl PvlockHost for Host {
         FORCE.get()
     }
 
-    fn wait_end(_vcpu: &Vcpu, kicked: bool, latency_ns: u64) {
-        if kicked {
-            count(Counter::WaitsKicked);
-            STATS.latency.record(latency_ns);
-        } else {
-            count(Counter::WaitsOther);
+    fn wait_end(_vcpu: &Vcpu, how: WaitEnd) {
+        match how {
+            WaitEnd::Kick { latency_ns } => {
+                count(Counter::WaitsKicked);
+                STATS.latency.record(latency_ns);
+            }
+            WaitEnd::Bound => count(Counter::WaitsBound),
+            WaitEnd::Other => count(Counter::WaitsOther),
         }
     }
 }
@@ -317,13 +326,14 @@ impl kernel::Module for HostKvm {
             );
         })?;
         pr_info!(
-            "registered: hypercalls {:#x} (kick), {:#x} (get_param), {:#x} (wait), KVM_CAP_PVLOCK_KICK {:#x}, CPUID bit {}; force={}\n",
+            "registered: hypercalls {:#x} (kick), {:#x} (get_param), {:#x} (wait), KVM_CAP_PVLOCK_KICK {:#x}, CPUID bit {}; force={} max_wait_ms={}\n",
             abi::KVM_HC_PVLOCK_KICK,
             abi::KVM_HC_PVLOCK_GET_PARAM,
             abi::KVM_HC_PVLOCK_WAIT,
             abi::KVM_CAP_PVLOCK_KICK,
             abi::KVM_FEATURE_PVLOCK_KICK,
-            u8::from(FORCE.get())
+            u8::from(FORCE.get()),
+            MAX_WAIT_MS.get()
         );
         Ok(HostKvm {
             _reg: reg,

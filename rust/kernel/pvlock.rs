@@ -33,6 +33,8 @@ const _: () = {
     assert!(abi::KVM_HC_PVLOCK_WAIT == b::KVM_HC_PVLOCK_WAIT);
     assert!(abi::KVM_PVLOCK_KICK_WOKEN == b::KVM_PVLOCK_KICK_WOKEN as i64);
     assert!(abi::KVM_PVLOCK_KICK_HELD == b::KVM_PVLOCK_KICK_HELD as i64);
+    assert!(abi::KVM_PVLOCK_WAIT_ENDED == b::KVM_PVLOCK_WAIT_ENDED as i64);
+    assert!(abi::KVM_PVLOCK_WAIT_BOUND == b::KVM_PVLOCK_WAIT_BOUND as i64);
     assert!(abi::KVM_PVLOCK_PARAM_VERSION == b::KVM_PVLOCK_PARAM_VERSION as u64);
     assert!(abi::KVM_PVLOCK_PARAM_SPIN_THRESHOLD == b::KVM_PVLOCK_PARAM_SPIN_THRESHOLD as u64);
     assert!(abi::KVM_PVLOCK_ABI_VERSION == b::KVM_PVLOCK_ABI_VERSION as u64);

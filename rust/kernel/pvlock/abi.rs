@@ -32,9 +32,18 @@ pub const KVM_HC_PVLOCK_GET_PARAM: u32 = 0x7076_0002;
 /// pvlock lock wait: a0 = flags (0), a1 = token (not 0). The vCPU halts
 /// until a `KVM_HC_PVLOCK_KICK` with this token or a larger one, or any
 /// other event that ends a `HLT` (an interrupt if the guest enabled them,
-/// an NMI, the VMM); returns 0 at once if such a kick came before. A
-/// vCPU's tokens grow from one wait to the next.
+/// an NMI, the VMM), or the host's bound on the wait; returns
+/// [`KVM_PVLOCK_WAIT_ENDED`] (at once if such a kick came before) or
+/// [`KVM_PVLOCK_WAIT_BOUND`]. A vCPU's tokens grow from one wait to the
+/// next.
 pub const KVM_HC_PVLOCK_WAIT: u32 = 0x7076_0003;
+
+/// `KVM_HC_PVLOCK_WAIT` result: a kick or another event ended the wait.
+pub const KVM_PVLOCK_WAIT_ENDED: i64 = 0;
+/// `KVM_HC_PVLOCK_WAIT` result: the wait lasted the host's bound and the
+/// host ended it; no kick had come. A guest that knows only
+/// [`KVM_PVLOCK_WAIT_ENDED`] treats it as that.
+pub const KVM_PVLOCK_WAIT_BOUND: i64 = 1;
 
 /// What `KVM_HC_PVLOCK_KICK` did, both meaning the kick is delivered.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -113,7 +122,7 @@ pub const ZERO_STATS: &core::ffi::CStr = c"zero_stats";
 
 /// guest_pvlock's counters (one decimal u64 per file), in the order of
 /// `guest_pvlock/algo.rs`'s `Counter`.
-pub const GUEST_COUNTERS: [&core::ffi::CStr; 18] = [
+pub const GUEST_COUNTERS: [&core::ffi::CStr; 20] = [
     c"taken_slow",
     c"taken_slow_pickup",
     c"taken_steal",
@@ -132,6 +141,8 @@ pub const GUEST_COUNTERS: [&core::ffi::CStr; 18] = [
     c"bad_unlocks",
     c"yields",
     c"mode_changes",
+    c"waits_bound",
+    c"wakeups_missed",
 ];
 
 /// guest_pvlock's histograms (`HIST_BUCKETS` u32 each), in the order of
@@ -140,7 +151,7 @@ pub const GUEST_HISTOGRAMS: [&core::ffi::CStr; 3] =
     [c"histo_wait", c"histo_spin", c"histo_blocked"];
 
 /// host_kvm's counters, in the order of `host_kvm`'s `Counter`.
-pub const HOST_COUNTERS: [&core::ffi::CStr; 19] = [
+pub const HOST_COUNTERS: [&core::ffi::CStr; 20] = [
     c"kicks",
     c"kicks_woken",
     c"kicks_held",
@@ -160,6 +171,7 @@ pub const HOST_COUNTERS: [&core::ffi::CStr; 19] = [
     c"enable_cap",
     c"enable_cap_bad",
     c"kicks_ignored",
+    c"waits_bound",
 ];
 
 /// host_kvm's histograms.

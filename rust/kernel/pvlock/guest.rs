@@ -137,6 +137,9 @@ pub enum Waited {
     Skipped,
     /// The CPU waited and the wait ended, whatever ended it.
     Ended,
+    /// The CPU waited until the host's bound on the wait ended it
+    /// ([`abi::KVM_PVLOCK_WAIT_BOUND`]): no kick came in that time.
+    Bound,
     /// The wait hypercall failed with this negative KVM error code
     /// (`-KVM_ENOSYS`: the host withdrew it); the CPU did not wait.
     Failed(i64),
@@ -201,7 +204,11 @@ pub fn wait_if(how: Wait, token: u64, cond: impl FnOnce() -> bool) -> Waited {
                 unsafe { bindings::pvlock_local_irq_restore(flags) };
                 return Waited::Failed(r);
             }
-            Waited::Ended
+            if r == abi::KVM_PVLOCK_WAIT_BOUND {
+                Waited::Bound
+            } else {
+                Waited::Ended
+            }
         }
     }
 }

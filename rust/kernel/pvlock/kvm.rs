@@ -50,12 +50,14 @@ impl Vcpu {
     }
 
     /// Starts a lock wait with `token` (not 0) on this vCPU, which must be
-    /// the caller (a `KVM_HC_PVLOCK_WAIT` it makes). Returns whether it
-    /// halts; `false` if its kick came first or a wake-up event is pending.
-    pub fn wait(&self, token: u64) -> bool {
+    /// the caller (a `KVM_HC_PVLOCK_WAIT` it makes), ended by KVM after
+    /// `bound_ns` nanoseconds if nothing ended it before (0: no bound).
+    /// Returns whether it halts; `false` if its kick came first or a
+    /// wake-up event is pending.
+    pub fn wait(&self, token: u64, bound_ns: u64) -> bool {
         // SAFETY: The vCPU is alive; `hypercall()` runs on its thread, with
         // an in-kernel local APIC (KVM checks before dispatching a wait).
-        unsafe { bindings::kvm_pvlock_wait(self.as_raw(), token) }
+        unsafe { bindings::kvm_pvlock_wait(self.as_raw(), token, bound_ns) }
     }
 
     /// Kicks this vCPU's lock wait with `token` (not 0), now or when it
@@ -142,6 +144,20 @@ impl Vm {
     }
 }
 
+/// What ended a lock wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitEnd {
+    /// Its kick, this many nanoseconds after the kick.
+    Kick {
+        /// From the kick to the end of the wait.
+        latency_ns: u64,
+    },
+    /// The bound given to [`Vcpu::wait`]: no kick came in time.
+    Bound,
+    /// Another event: an interrupt, an NMI, the VMM.
+    Other,
+}
+
 /// What the module implements. All functions may be called concurrently
 /// from any vCPU thread.
 pub trait PvlockHost: 'static {
@@ -161,9 +177,8 @@ pub trait PvlockHost: 'static {
     /// capability, see `KVM_FEATURE_PVLOCK_KICK` and may use the hypercalls.
     fn force_feature(vm: &Vm) -> bool;
 
-    /// `vcpu` left a lock wait, ended by a kick (`kicked`, `latency_ns`
-    /// after it) or by another event; on its thread.
-    fn wait_end(vcpu: &Vcpu, kicked: bool, latency_ns: u64);
+    /// `vcpu` left a lock wait, ended as `how` says; on its thread.
+    fn wait_end(vcpu: &Vcpu, how: WaitEnd);
 }
 
 struct Adapter<T>(PhantomData<T>);
@@ -233,9 +248,14 @@ impl<T: PvlockHost> Adapter<T> {
     /// # Safety
     ///
     /// `vcpu` is a live vCPU, on its own thread (KVM's call).
-    unsafe extern "C" fn wait_end(vcpu: *mut bindings::kvm_vcpu, kicked: bool, latency_ns: u64) {
+    unsafe extern "C" fn wait_end(vcpu: *mut bindings::kvm_vcpu, how: c_uint, latency_ns: u64) {
+        let how = match how {
+            bindings::kvm_pvlock_wait_end_KVM_PVLOCK_END_KICK => WaitEnd::Kick { latency_ns },
+            bindings::kvm_pvlock_wait_end_KVM_PVLOCK_END_BOUND => WaitEnd::Bound,
+            _ => WaitEnd::Other,
+        };
         // SAFETY: KVM passes the live vCPU, on its own thread.
-        T::wait_end(unsafe { Vcpu::from_raw(vcpu) }, kicked, latency_ns)
+        T::wait_end(unsafe { Vcpu::from_raw(vcpu) }, how)
     }
 }
 

@@ -55,9 +55,13 @@ impl Params {
 
     /// Sets a boolean parameter.
     pub fn write_bool(&self, name: &str, value: bool) -> Result<()> {
+        self.write(name, if value { "Y" } else { "N" })
+    }
+
+    /// Sets a parameter to `value`, as text.
+    pub fn write(&self, name: &str, value: &str) -> Result<()> {
         let path = self.path(name);
-        fs::write(&path, if value { "Y" } else { "N" })
-            .with_context(|| format!("cannot write {} (root?)", path.display()))
+        fs::write(&path, value).with_context(|| format!("cannot write {} (root?)", path.display()))
     }
 
     /// The parameters `names` that can be read, as `name=value`, for a log.

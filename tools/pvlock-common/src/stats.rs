@@ -111,13 +111,14 @@ impl Histogram {
 /// (`KVM_GET_STATS_FD`; KVM's per-VM debugfs directory sums them over the
 /// VM's vCPUs), in the order tools show them
 /// (Documentation/virt/kvm/pvlock.rst).
-pub const KVM_VCPU_COUNTERS: [&str; 6] = [
+pub const KVM_VCPU_COUNTERS: [&str; 7] = [
     "pvlock_waits",
     "pvlock_waits_at_once",
     "pvlock_waits_kicked",
     "pvlock_kicks_woken",
     "pvlock_kicks_held",
     "pvlock_kicks_failed",
+    "pvlock_waits_bound",
 ];
 
 /// KVM's per-vCPU log2 histogram of the nanoseconds from a kick to the end
@@ -137,8 +138,8 @@ mod tests {
 
     #[test]
     fn names_come_from_the_abi() {
-        assert_eq!(Kind::Host.counters().count(), 19);
-        assert_eq!(Kind::Guest.counters().count(), 18);
+        assert_eq!(Kind::Host.counters().count(), 20);
+        assert_eq!(Kind::Guest.counters().count(), 20);
         assert_eq!(Kind::Host.counters().next(), Some("kicks"));
         assert_eq!(Kind::Guest.counters().next(), Some("taken_slow"));
         assert!(Kind::Guest

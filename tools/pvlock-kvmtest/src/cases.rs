@@ -117,6 +117,13 @@ pub const CASES: &[Case] = &[
         run: stale_kick_no_wakeup,
     },
     Case {
+        name: "wait_bound",
+        needs: Needs::Loaded,
+        about: "a lock wait no kick ends lasts host_kvm's max_wait_ms and returns BOUND (1); \
+                with max_wait_ms=0 it lasts until its kick",
+        run: wait_bound,
+    },
+    Case {
         name: "kick_bad_args",
         needs: Needs::Loaded,
         about: "kicks with flags, token 0, to self, no vCPU, broadcast IDs, and waits with \
@@ -1081,6 +1088,71 @@ fn stale_kick_no_wakeup(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
             ("waits_kicked", 2),
             ("waits_at_once", 0),
             ("waits_other", 0),
+        ],
+    )
+}
+
+/// Case: host_kvm's bound on a lock wait (`max_wait_ms`).
+fn wait_bound(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
+    const BOUND_MS: u64 = 100;
+    let original = ctx
+        .params
+        .read("max_wait_ms")?
+        .context("host_kvm has no max_wait_ms parameter")?;
+    let vm = ctx.kick_vm(abi::KVM_PVLOCK_KICK_ENABLE)?;
+    let counters = ctx.debugfs.try_counters();
+    let result = (|| -> Result<()> {
+        ctx.params.write("max_wait_ms", &BOUND_MS.to_string())?;
+        // No kick: the bound ends the wait, and the guest is told.
+        let t = vm.token();
+        let started = vm.target_round(false, Rest::wait(t))?;
+        let (ev, ret) = vm
+            .expect_waited_within(vm.timeout)
+            .context("a wait that no kick ends did not end at its bound")?;
+        expect_ret("a wait that no kick ended", ret, abi::KVM_PVLOCK_WAIT_BOUND)?;
+        let took = ev.at.duration_since(started.at);
+        ensure!(
+            took >= Duration::from_millis(BOUND_MS),
+            "the wait ended after {} ms, before its bound of {BOUND_MS} ms",
+            took.as_millis()
+        );
+        out.set("bounded_wait_ms", took.as_millis());
+        // Its token's kick, after it, is held and ends nothing.
+        expect_ret(
+            "a kick of the wait that the bound ended",
+            vm.kick(0, 1, t)?.ret(),
+            abi::KVM_PVLOCK_KICK_HELD,
+        )?;
+        // No bound: the wait lasts until its kick.
+        ctx.params.write("max_wait_ms", "0")?;
+        let t = vm.token();
+        vm.target_round(false, Rest::wait(t))?;
+        vm.expect_target_halted(
+            Duration::from_millis(BOUND_MS) + ctx.settings.stale_wait,
+            "of its wait: with max_wait_ms=0 a wait ended with no kick",
+        )?;
+        expect_ret(
+            "kick of the unbounded wait",
+            vm.kick(0, 1, t)?.ret(),
+            abi::KVM_PVLOCK_KICK_WOKEN,
+        )?;
+        vm.expect_waited()?;
+        Ok(())
+    })();
+    let restored = ctx.params.write("max_wait_ms", &original);
+    result.and(restored)?;
+    check_deltas(
+        ctx,
+        out,
+        counters.as_ref(),
+        &[
+            ("waits", 2),
+            ("waits_bound", 1),
+            ("waits_kicked", 1),
+            ("waits_other", 0),
+            ("kicks", 2),
+            ("kicks_woken", 1),
+            ("kicks_held", 1),
         ],
     )
 }

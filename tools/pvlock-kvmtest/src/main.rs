@@ -63,6 +63,10 @@
 //!   does; a second kick for that finished wait ends no later wait; pvlock
 //!   kicks (the next token, 0xffffffff) to a target in a plain `hlt` return
 //!   HELD and do not end it (upstream's `KVM_HC_KICK_CPU` then does).
+//! - `wait_bound`: with host_kvm's `max_wait_ms` at 100 (set for the case
+//!   and restored), a wait that no kick ends returns 1 (BOUND) after at
+//!   least 100 ms and its kick, after that, is held; with `max_wait_ms` 0 a
+//!   wait stays halted (100 ms + `--stale-wait-ms`) until its kick.
 //! - `kick_bad_args`: waits with flags=1 or token 0 return -22 at once;
 //!   kicks with flags=1, token 0, to the kicker itself, to APIC ID 7 (no
 //!   such vCPU), 0xffffffff and 0xff (broadcast IDs) return -22 (0xffffffea

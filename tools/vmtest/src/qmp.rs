@@ -20,11 +20,17 @@ const MAX_PATH: usize = 100;
 /// or a path under the temporary directory if that is too long for a
 /// socket address.
 pub fn socket_path(dir: &Path) -> PathBuf {
-    let p = dir.join("qmp.sock");
+    unix_socket_path(dir, "qmp")
+}
+
+/// A socket `NAME.sock` in `dir`, or in the temporary directory if that
+/// path is too long for a Unix socket.
+pub fn unix_socket_path(dir: &Path, name: &str) -> PathBuf {
+    let p = dir.join(format!("{name}.sock"));
     if p.as_os_str().len() <= MAX_PATH {
         return p;
     }
-    std::env::temp_dir().join(format!("vmtest-{}-qmp.sock", std::process::id()))
+    std::env::temp_dir().join(format!("vmtest-{}-{name}.sock", std::process::id()))
 }
 
 /// The next reply on a QMP connection (asynchronous events skipped).

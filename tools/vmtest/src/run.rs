@@ -342,6 +342,16 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
     // The harness asks a silent L1 why through QMP (an NMI to every vCPU).
     let qmp_sock = qmp::socket_path(&dir);
     let _ = std::fs::remove_file(&qmp_sock);
+    // L1's userspace (its plan, and the consoles of its L2s that it relays)
+    // writes to L1's second serial port, ttyS1, which reaches the harness
+    // through this socket; the kernel console, ttyS0, is stdio. On one port
+    // they contend: three times on 2026-12-02 an L1 CPU spun for good with
+    // interrupts off in uart_write_room(), waiting for the console port's
+    // nbcon ownership while the relay wrote an L2's burst of lines, and L1
+    // and its L2 stopped (no project code in that path, upstream-pv among
+    // them).
+    let out_sock = qmp::unix_socket_path(&dir, "ttyS1");
+    let _ = std::fs::remove_file(&out_sock);
 
     // No hard-lockup detector in L1 (nmi_watchdog=0): nested TCG runs an
     // L1 vCPU inside its L2 for over 10 s without delivering L1's timer,
@@ -362,6 +372,12 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
     cmd.args(["-accel", "tcg,thread=multi", "-cpu", "max"])
         .args(["-smp", &s.l1.cpus.to_string(), "-m", &s.l1.memory])
         .args(["-nographic", "-monitor", "none", "-no-reboot"])
+        .args(["-serial", "stdio", "-chardev"])
+        .arg(format!(
+            "socket,id=userout,path={},server=on,wait=off",
+            out_sock.display()
+        ))
+        .args(["-serial", "chardev:userout"])
         .arg("-qmp")
         .arg(format!("unix:{},server=on,wait=off", qmp_sock.display()))
         .arg("-kernel")
@@ -392,7 +408,28 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
         .with_context(|| format!("cannot start {} (run 'make deps')", cfg.qemu))?;
     let (tx, rx) = mpsc::channel();
     let r1 = spawn_reader(child.stdout.take().expect("piped"), tx.clone(), false);
-    let r2 = spawn_reader(child.stderr.take().expect("piped"), tx, true);
+    let r2 = spawn_reader(child.stderr.take().expect("piped"), tx.clone(), true);
+    // QEMU listens on the socket before the guest runs; output on ttyS1
+    // begins with L1's init, seconds later.
+    let r3 = {
+        let connect_by = Instant::now() + Duration::from_secs(10);
+        let stream = loop {
+            match std::os::unix::net::UnixStream::connect(&out_sock) {
+                Ok(s) => break s,
+                Err(e) if Instant::now() < connect_by && child.try_wait()?.is_none() => {
+                    let _ = e;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => {
+                    kill_group(&mut child);
+                    return Err(e).with_context(|| {
+                        format!("cannot connect to L1's ttyS1 at {}", out_sock.display())
+                    });
+                }
+            }
+        };
+        spawn_reader(stream, tx, false)
+    };
 
     let tty = std::io::stderr().is_terminal();
     let pb = if tty && !cfg.console {
@@ -552,6 +589,8 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
     let status = child.wait().ok().and_then(|s| s.code());
     let _ = r1.join();
     let _ = r2.join();
+    let _ = r3.join();
+    let _ = std::fs::remove_file(&out_sock);
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
