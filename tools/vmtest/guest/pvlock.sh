@@ -223,6 +223,12 @@ hist_stop() {
 	echo '!hist:keys=nr:vals=hitcount:sort=nr' >"$HT/trigger"
 }
 
+# guest_cpus: the command prefix that confines a guest (an L2's QEMU, the
+# KVM selftest's vCPU threads) to the L1 CPUs given to guests, as the
+# harness's pv_l2_affinity says (L1's CPU 0 runs no guest vCPU; see
+# Documentation/pvlock/testing.rst); nothing if it says nothing.
+guest_cpus() { [ -z "${pv_l2_affinity:-}" ] || echo "taskset -c $pv_l2_affinity"; }
+
 # --- the lock-wait record -----------------------------------------------------
 # L1 keeps its guests' latest lock waits and kicks (the kvm_hypercall events
 # of KVM_HC_PVLOCK_WAIT, KVM_HC_PVLOCK_KICK and KVM_HC_KICK_CPU) in a trace
@@ -427,6 +433,7 @@ l2() {
 		cpus=${r%%:*}; r=${r#*:}
 		mem=${r%%:*}; model=${r#*:}
 		eval "cmd=\${pv_l2cmd_$g}"
+		aff=$(guest_cpus)
 		eval "qx=\${pv_l2qemu_$g}"
 		i=1
 		while [ $i -le "$n" ]; do
@@ -438,7 +445,8 @@ l2() {
 				w=$!
 				(
 					# shellcheck disable=SC2086 # $qx: the group's extra QEMU arguments
-					timeout "$to" chroot /host qemu-system-x86_64 -accel kvm -cpu "$model" \
+					# shellcheck disable=SC2086 # $aff: empty, or taskset and its CPU list
+					timeout "$to" chroot /host $aff qemu-system-x86_64 -accel kvm -cpu "$model" \
 						-smp "$cpus" -m "$mem" -nographic -monitor none -no-reboot $PV_L2_MACHINE $qx \
 						-qmp "unix:$PV_QMP_DIR/qmp-$name.sock,server=on,wait=off" \
 						-kernel "$pv_kernel" -initrd "$pv_initrd" \
@@ -469,7 +477,8 @@ hcmark() { mark hcmark "$1"; sleep 1; }
 # kvmtest ARGS...: pvlock-kvmtest, its output as "kvmtest" lines; its status.
 kvmtest() {
 	f=$(mktemp) || return 1
-	{ pvlock-kvmtest "$@" 2>&1; echo $? >"$f"; } | while IFS= read -r l; do mark kvmtest "$l"; done
+	# shellcheck disable=SC2046 # guest_cpus: taskset and its CPU list, or nothing
+	{ $(guest_cpus) pvlock-kvmtest "$@" 2>&1; echo $? >"$f"; } | while IFS= read -r l; do mark kvmtest "$l"; done
 	rc=$(cat "$f")
 	rm -f "$f"
 	return "${rc:-1}"

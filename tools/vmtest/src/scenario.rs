@@ -61,6 +61,9 @@ fn default_retries() -> u32 {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Level1 {
+    /// The L1 CPUs that its guests (every L2's QEMU, the KVM selftest) run
+    /// on; L1 has one more, its CPU 0, which runs no guest vCPU (see
+    /// [`crate::run`]).
     #[serde(default = "default_l1_cpus")]
     pub cpus: u32,
     #[serde(default = "default_l1_memory")]
