@@ -210,6 +210,11 @@ pub struct Node {
     /// The last console lines of this kernel.
     #[serde(skip)]
     pub tail: Vec<String>,
+    /// The kernel's first problem report: its first problem line and the
+    /// kernel lines after it, up to [`FIRST_REPORT`] lines, for the
+    /// summary of a failure (the console log keeps the rest).
+    #[serde(skip)]
+    pub first_report: Vec<String>,
     /// Interrupts taken inside a hardirq handler (an `asm_sysvec_*` or
     /// `asm_common_interrupt` frame within a stack's `<IRQ>` block), with
     /// the function each one interrupted: the console sequence number and
@@ -272,7 +277,50 @@ fn frame_of(text: &str) -> Option<&str> {
         _ => text,
     };
     let f = body.trim_start().trim_start_matches("? ").trim();
-    (f.contains("+0x") && !f.contains(' ')).then_some(f)
+    // A module's function carries the module's name: `fn+0x1/0x2 [mod]`.
+    let symbol = match f.split_once(" [") {
+        Some((sym, m)) if m.ends_with(']') && !m.contains(' ') => sym,
+        _ => f,
+    };
+    (symbol.contains("+0x") && !symbol.contains(' ')).then_some(f)
+}
+
+/// A kernel's first problem report in a few lines, for a failure's
+/// summary: its first line, the lines that name the CPU, the task and the
+/// instruction (`CPU:`, `RIP:`), and its stack as one line of functions,
+/// innermost first (`?`: a stale frame).
+pub fn condensed_report(report: &[String]) -> Vec<String> {
+    let Some(first) = report.first() else {
+        return Vec::new();
+    };
+    let mut out = vec![first.clone()];
+    let mut frames = Vec::new();
+    for l in &report[1..] {
+        let body = match l.find("] ") {
+            Some(i) if l.starts_with('[') => &l[i + 2..],
+            _ => l.as_str(),
+        };
+        if (body.starts_with("CPU: ") || body.starts_with("RIP: ")) && out.len() < 4 {
+            out.push(l.clone());
+        } else if let Some(f) = frame_of(l) {
+            let name = f.split_once('/').map_or(f, |(n, _)| n);
+            let module = f
+                .split_once(" [")
+                .map_or(String::new(), |(_, m)| format!(" [{m}"));
+            let stale = if body.trim_start().starts_with("? ") {
+                "?"
+            } else {
+                ""
+            };
+            if frames.len() < 20 {
+                frames.push(format!("{stale}{name}{module}"));
+            }
+        }
+    }
+    if !frames.is_empty() {
+        out.push(format!("stack: {}", frames.join(" < ")));
+    }
+    out
 }
 
 /// Everything parsed from one run's console.
@@ -476,6 +524,9 @@ fn kv(s: &str) -> BTreeMap<String, String> {
 }
 
 const TAIL: usize = 40;
+
+/// Lines kept of a kernel's first problem report ([`Node::first_report`]).
+pub const FIRST_REPORT: usize = 60;
 
 /// The kernel a console line comes from and its text: L2 lines come
 /// relayed by L1 as "[<name>] ...", everything else is L1's.
@@ -725,6 +776,13 @@ impl Parsed {
         if !text.is_empty() && problem_re().is_match(text) {
             n.problems.push(text.to_string());
             n.problem_at.push((seq, timestamp(text), n.state));
+            if n.first_report.is_empty() {
+                n.first_report.push(text.to_string());
+                return;
+            }
+        }
+        if !n.first_report.is_empty() && n.first_report.len() < FIRST_REPORT {
+            n.first_report.push(text.to_string());
         }
     }
 
@@ -999,6 +1057,39 @@ impl Parsed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_shows_the_first_report_condensed() {
+        let mut p = Parsed::default();
+        for l in [
+            "[   49.000000] kvm: something ordinary",
+            "[   49.096163] BUG: scheduling while atomic: qemu-system-x86/94/0x11000001",
+            "[   49.096200] Modules linked in:",
+            "[   49.096300] CPU: 1 UID: 0 PID: 94 Comm: qemu-system-x86 Not tainted 7.3.4 #1",
+            "[   49.096400] Call Trace:",
+            "[   49.096410]  <TASK>",
+            "[   49.096420]  dump_stack_lvl+0x4b/0x70",
+            "[   49.096430]  ? __schedule+0x72e/0x910",
+            "[   49.096440]  __x64_sys_ioctl+0x6ea/0x780",
+            "[   49.096445]  kvm_hc_wait+0x10/0x80 [host_kvm]",
+            "[   49.096450]  </TASK>",
+            "[   50.000000] BUG: a second report, not the first",
+        ] {
+            p.line(l);
+        }
+        let r = condensed_report(&p.nodes["l1"].first_report);
+        assert_eq!(
+            r,
+            [
+                "[   49.096163] BUG: scheduling while atomic: qemu-system-x86/94/0x11000001",
+                "[   49.096300] CPU: 1 UID: 0 PID: 94 Comm: qemu-system-x86 Not tainted 7.3.4 #1",
+                "stack: dump_stack_lvl+0x4b < ?__schedule+0x72e < __x64_sys_ioctl+0x6ea < kvm_hc_wait+0x10 [host_kvm]",
+            ]
+        );
+        // A module's frame is the project's when the module is.
+        assert_eq!(p.nodes["l1"].project_frames.len(), 1);
+        assert!(condensed_report(&[]).is_empty());
+    }
 
     #[test]
     fn summary_line_stands_in_for_split_lt_lines() {

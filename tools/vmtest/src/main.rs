@@ -203,6 +203,12 @@ fn report_one(s: &Scenario, r: &run::Report, summary: bool) {
         for why in &r.reasons {
             eprintln!("  - {why}");
         }
+        for (node, report) in &r.first_reports {
+            eprintln!("  first problem report of {node}:");
+            for l in report {
+                eprintln!("    > {l}");
+            }
+        }
         for (node, tail) in &r.tails {
             eprintln!("  last console lines of {node}:");
             for l in tail.iter().rev().take(15).rev() {

@@ -187,6 +187,7 @@ mod tests {
             deferred: false,
             console_silent: None,
             tails: vec![],
+            first_reports: vec![],
         }
     }
 

@@ -157,6 +157,7 @@ mod tests {
                     deferred,
                     console_silent: None,
                     tails: vec![],
+                    first_reports: vec![],
                 })
             },
             |round, pending| rounds_seen.push((round, pending.to_vec())),

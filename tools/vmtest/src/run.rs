@@ -126,6 +126,10 @@ pub struct Report {
     pub console_silent: Option<u64>,
     #[serde(skip)]
     pub tails: Vec<(String, Vec<String>)>,
+    /// Per kernel with a problem, its first report, condensed
+    /// ([`crate::console::condensed_report`]).
+    #[serde(skip)]
+    pub first_reports: Vec<(String, Vec<String>)>,
 }
 
 /// The release of the built kernel tree `kdir`.
@@ -798,6 +802,18 @@ pub fn run(cfg: &Config, s: &Scenario, earlier: Vec<Attempt>) -> Result<Report> 
             .iter()
             .map(|(n, node)| (n.clone(), node.tail.clone()))
             .collect();
+        let first_reports = r
+            .parsed
+            .nodes
+            .iter()
+            .filter(|(_, node)| !node.first_report.is_empty())
+            .map(|(n, node)| {
+                (
+                    n.clone(),
+                    crate::console::condensed_report(&node.first_report),
+                )
+            })
+            .collect();
         let report = Report {
             scenario: s.name.clone(),
             description: s.description.clone(),
@@ -809,6 +825,7 @@ pub fn run(cfg: &Config, s: &Scenario, earlier: Vec<Attempt>) -> Result<Report> 
             deferred: next == Next::Defer,
             console_silent: r.console_silent,
             tails,
+            first_reports,
         };
         std::fs::write(
             cfg.out.join(format!("{}.json", s.name)),
