@@ -419,7 +419,7 @@ pub fn markdown(r: &Results) -> String {
     );
     let _ = writeln!(
         o,
-        "- kernel {}, pvlock {}; L1: QEMU TCG with 2 vCPUs (KVM host, no pause-loop exiting), host_kvm force=1 loaded before the first guest of every L1 boot with a pvlock mode; L2: KVM guests in L1 (pvlock-kickcpu with guest_pvlock kick=1)",
+        "- kernel {}, pvlock {}; L1: QEMU TCG with 3 vCPUs, its guests confined to 2 of them (KVM host, no pause-loop exiting), host_kvm force=1 loaded before the first guest of every L1 boot with a pvlock mode; L2: KVM guests in L1 (pvlock-kickcpu with guest_pvlock kick=1)",
         r.kernel, r.git
     );
     let _ = writeln!(
