@@ -188,10 +188,10 @@ pub struct Node {
     /// next.
     #[serde(skip)]
     pub nmi_bt_cpu: Option<u32>,
-    /// A `stat` marker that a kernel message cut in two, up to the cut: the
-    /// rest of it is the kernel's next console line.
+    /// A marker that a kernel message cut in two, up to the cut: the rest
+    /// of it is the kernel's next console line (see `spliced_marker`).
     #[serde(skip)]
-    pub pending_stat: Option<String>,
+    pub pending_marker: Option<String>,
     /// Per line of `problems`: where it came on the console
     /// ([`Parsed::seq`]), the kernel's timestamp, and the kernel's state.
     #[serde(skip)]
@@ -431,20 +431,32 @@ fn kmsg_inside_re() -> &'static Regex {
     re(&R, r"\[\s*\d+\.\d{6}\] ")
 }
 
-/// A `stat` marker (one long line of JSON, written to the console by a
-/// program) with a kernel message printed into the middle of it (seen: the
-/// L2's `ACPI: PM: Preparing to enter system sleep state S5` inside a 2.5 KB
-/// line): the marker up to the message, and the message, which runs to the
-/// end of the console line. `None` for a marker whose JSON is whole.
-fn spliced_stat(m: &str) -> Option<(&str, &str)> {
+/// A marker with a kernel message printed into the middle of it: the
+/// guest's userspace and its kernel share the serial console, and a
+/// kernel message can land anywhere in a marker still being written (seen:
+/// the L2's `ACPI: PM: Preparing to enter system sleep state S5` inside a
+/// 2.5 KB `stat` line; a locktorture message inside `hotplug`, which cut
+/// it into `@@PV L2.g-1 hotp[   20.195176] torture_...` and `lug rounds=6
+/// ...`). Returns the marker up to the message, and the message, which
+/// runs to the end of the console line; the rest of the marker is the
+/// kernel's next console line. `None` for a marker that holds no kernel
+/// message, or holds one as its data: `dmesg` and `lt` start with the
+/// kernel line they quote, `out` and `kvmtest` quote a program's output,
+/// and a `stat` marker's JSON that parses is whole, whatever it quotes.
+fn spliced_marker(m: &str) -> Option<(&str, &str)> {
     let mut it = m.splitn(3, ' ');
-    let (_who, event, data) = (it.next()?, it.next()?, it.next()?);
-    if event != "stat" || serde_json::from_str::<serde_json::Value>(data).is_ok() {
-        return None;
-    }
-    let at = kmsg_inside_re().find(data)?.start();
-    let cut = m.len() - data.len() + at;
-    Some((&m[..cut], &m[cut..]))
+    let (_who, event, data) = (it.next()?, it.next().unwrap_or(""), it.next().unwrap_or(""));
+    let from = match event {
+        "out" | "kvmtest" => return None,
+        "stat" if serde_json::from_str::<serde_json::Value>(data).is_ok() => return None,
+        // The quoted line's own timestamp is not a cut.
+        "dmesg" | "lt" if kmsg_inside_re().find(data).is_some_and(|t| t.start() == 0) => {
+            m.len() - data.len() + 1
+        }
+        _ => 0,
+    };
+    let at = from + kmsg_inside_re().find(&m[from..])?.start();
+    Some((&m[..at], &m[at..]))
 }
 
 /// A kernel's report of an NMI that no handler claimed (one per CPU:
@@ -559,13 +571,13 @@ impl Parsed {
         let line = raw.trim_end_matches(['\r', '\n']);
         let (origin, text) = split_origin(line);
         let origin = origin.to_string();
-        // The rest of a stat line that a kernel message cut (see
-        // `spliced_stat`) is the kernel's next line, unless that line is a
-        // marker or a kernel message of its own: then the cut line stands
-        // as it is, and is reported as bad JSON.
+        // The rest of a marker that a kernel message cut (see
+        // `spliced_marker`) is the kernel's next line, unless that line is a
+        // marker, a heartbeat or a kernel message of its own: then the cut
+        // marker stands as it is (a stat line is reported as bad JSON).
         let joined: String;
-        let text = match self.node(&origin).pending_stat.take() {
-            Some(head) if !text.starts_with("@@PV ") && timestamp(text).is_none() => {
+        let text = match self.node(&origin).pending_marker.take() {
+            Some(head) if !text.starts_with("@@") && timestamp(text).is_none() => {
                 joined = format!("{head}{text}");
                 joined.as_str()
             }
@@ -595,9 +607,9 @@ impl Parsed {
             // L2's unfinished line, then L1's own marker after it).
             for m in text[pos + 5..].split("@@PV ") {
                 let m = m.trim_end();
-                if let Some((head, kmsg)) = spliced_stat(m) {
+                if let Some((head, kmsg)) = spliced_marker(m) {
                     self.kernel_text(&origin, kmsg);
-                    self.node(&origin).pending_stat = Some(format!("@@PV {head}"));
+                    self.node(&origin).pending_marker = Some(format!("@@PV {head}"));
                     continue;
                 }
                 self.marker(&origin, m);
@@ -1163,6 +1175,65 @@ mod tests {
         let mut w = Parsed::default();
         w.line(r#"[g-1] @@PV L2.g-1 stat {"m":"[   9.000001] x"}"#);
         assert_eq!(w.nodes["g-1"].stats.len(), 1);
+    }
+
+    #[test]
+    fn any_marker_cut_by_a_kernel_message_is_joined() {
+        // As seen (pvlock-hotplug, CI on 2026-12-03): a locktorture message
+        // landed inside the hotplug marker, and the check found no rounds.
+        let mut p = Parsed::default();
+        for l in [
+            "[g-1] @@PV L2.g-1 hotp[   20.195176] torture_spin_lock_write_delay: delay = 27 jiffies.",
+            "[g-1] lug rounds=6 ok=6 busy=10 online=4",
+            "[g-1] @@PV L2.g-1 step-end hotplug rc=0 secs=11.96",
+        ] {
+            p.line(l);
+        }
+        let g = &p.nodes["g-1"];
+        assert_eq!(g.hotplug.len(), 1);
+        assert_eq!(g.hotplug[0]["rounds"], "6");
+        assert_eq!(g.hotplug[0]["online"], "4");
+        // As seen (pvlock-bench, 2026-12-03): the power-down lines cut a
+        // done marker three times, the name included.
+        let mut q = Parsed::default();
+        for l in [
+            "[hostkvm-1] @@PV L2.host[   24.583591] ACPI: PM: Preparing to enter system sleep state S5",
+            "[hostkvm-1] kvm-1 done rc=0 [   24.610908] reboot: Power down",
+            "[hostkvm-1] uptime=24.27",
+        ] {
+            q.line(l);
+        }
+        let h = &q.nodes["hostkvm-1"];
+        assert!(h.done);
+        assert_eq!(h.done_uptime, Some(24.27));
+        // A kernel problem in the cut is still seen.
+        let mut r = Parsed::default();
+        r.line(
+            "[g-1] @@PV L2.g-1 hotplug rou[   9.000001] BUG: soft lockup - CPU#1 stuck for 22s!",
+        );
+        r.line("[g-1] nds=6 ok=6 busy=0 online=4");
+        assert_eq!(r.nodes["g-1"].hotplug[0]["rounds"], "6");
+        assert_eq!(r.nodes["g-1"].problems.len(), 1);
+        // A quoted kernel line is no cut, nor is a program's output; a
+        // quoted line cut in its middle is.
+        let mut w = Parsed::default();
+        for l in [
+            "[g-1] @@PV L2.g-1 dmesg [    3.810014] guest_pvlock: lock ops: upstream-pv",
+            "[g-1] @@PV L2.g-1 out [    1.000000] x",
+            "[g-1] @@PV L2.g-1 dmesg [    3.900000] guest_pvlock: inst[    3.950000] smpboot: CPU 2 is now offline",
+            "[g-1] alled",
+        ] {
+            w.line(l);
+        }
+        let g = &w.nodes["g-1"];
+        assert_eq!(
+            g.dmesg,
+            [
+                "[    3.810014] guest_pvlock: lock ops: upstream-pv",
+                "[    3.900000] guest_pvlock: installed"
+            ]
+        );
+        assert!(g.hotplug.is_empty() && g.pending_marker.is_none());
     }
 
     const CONSOLE: &str = "\
