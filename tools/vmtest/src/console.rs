@@ -1070,10 +1070,18 @@ impl Parsed {
 mod tests {
     use super::*;
 
+    /// A parser that has read `lines`, in order.
+    fn parse<'a>(lines: impl IntoIterator<Item = &'a str>) -> Parsed {
+        let mut p = Parsed::default();
+        for l in lines {
+            p.line(l);
+        }
+        p
+    }
+
     #[test]
     fn a_failure_shows_the_first_report_condensed() {
-        let mut p = Parsed::default();
-        for l in [
+        let p = parse([
             "[   49.000000] kvm: something ordinary",
             "[   49.096163] BUG: scheduling while atomic: qemu-system-x86/94/0x11000001",
             "[   49.096200] Modules linked in:",
@@ -1086,9 +1094,7 @@ mod tests {
             "[   49.096445]  kvm_hc_wait+0x10/0x80 [host_kvm]",
             "[   49.096450]  </TASK>",
             "[   50.000000] BUG: a second report, not the first",
-        ] {
-            p.line(l);
-        }
+        ]);
         let r = condensed_report(&p.nodes["l1"].first_report);
         assert_eq!(
             r,
@@ -1107,17 +1113,14 @@ mod tests {
     fn summary_line_stands_in_for_split_lt_lines() {
         // As seen: the kernel's own "End of test" line landed inside the
         // guest's echo of the Writes line.
-        let mut p = Parsed::default();
-        for l in [
+        let p = parse([
             "[g-1] @@PV L2.g-1 step-begin lt1 locktorture spin_lock 8 60",
             "[g-1] [   72.332591] Writes:  Total: 26284561  Max/Min: 3920091/2097268   Fail: 0 ",
             "[g-1] @@PV L2.g-1 lt [[   72.332814] spin_lock-torture:--- End of test: SUCCESS: acq_writer_lim=0",
             "[g-1]    72.332591] Writes:  Total: 26284561  Max/Min: 3920091/2097268   Fail: 0",
             "[g-1] @@PV L2.g-1 lt [   72.332814] spin_lock-torture:--- End of test: SUCCESS: acq_writer_lim=0",
             "[g-1] @@PV L2.g-1 locktorture type=spin_lock writers=8 secs=61.46 total=26284561 max=3920091 min=2097268 fail=0 verdict=SUCCESS",
-        ] {
-            p.line(l);
-        }
+        ]);
         let lt = &p.nodes["g-1"].locktorture[0];
         assert_eq!(lt.total, Some(26284561));
         assert_eq!(
@@ -1143,14 +1146,11 @@ mod tests {
         // As seen (host-unload, CI on 2026-12-02): the L2's power-off message
         // landed inside its pvlock-stat line, whose rest came on the next
         // line; the check then found no statistics.
-        let mut p = Parsed::default();
-        for l in [
+        let p = parse([
             r#"[g-1] @@PV L2.g-1 stat {"dirs":{"guest":{"counters":{"mode_changes":1},"histograms":{"histo_blocked":{"unit":"ns","buckets":[0[   52.561346] ACPI: PM: Preparing to enter system sleep state S5"#,
             "[g-1] ,0,6,20]}}}}}",
             "[g-1] @@PV L2.g-1 step-end stat6 rc=0 secs=0.25",
-        ] {
-            p.line(l);
-        }
+        ]);
         let g = &p.nodes["g-1"];
         assert!(g.stat_errors.is_empty(), "{:?}", g.stat_errors);
         assert_eq!(g.stats.len(), 1);
@@ -1181,28 +1181,22 @@ mod tests {
     fn any_marker_cut_by_a_kernel_message_is_joined() {
         // As seen (pvlock-hotplug, CI on 2026-12-03): a locktorture message
         // landed inside the hotplug marker, and the check found no rounds.
-        let mut p = Parsed::default();
-        for l in [
+        let p = parse([
             "[g-1] @@PV L2.g-1 hotp[   20.195176] torture_spin_lock_write_delay: delay = 27 jiffies.",
             "[g-1] lug rounds=6 ok=6 busy=10 online=4",
             "[g-1] @@PV L2.g-1 step-end hotplug rc=0 secs=11.96",
-        ] {
-            p.line(l);
-        }
+        ]);
         let g = &p.nodes["g-1"];
         assert_eq!(g.hotplug.len(), 1);
         assert_eq!(g.hotplug[0]["rounds"], "6");
         assert_eq!(g.hotplug[0]["online"], "4");
         // As seen (pvlock-bench, 2026-12-03): the power-down lines cut a
         // done marker three times, the name included.
-        let mut q = Parsed::default();
-        for l in [
+        let q = parse([
             "[hostkvm-1] @@PV L2.host[   24.583591] ACPI: PM: Preparing to enter system sleep state S5",
             "[hostkvm-1] kvm-1 done rc=0 [   24.610908] reboot: Power down",
             "[hostkvm-1] uptime=24.27",
-        ] {
-            q.line(l);
-        }
+        ]);
         let h = &q.nodes["hostkvm-1"];
         assert!(h.done);
         assert_eq!(h.done_uptime, Some(24.27));
@@ -1216,15 +1210,12 @@ mod tests {
         assert_eq!(r.nodes["g-1"].problems.len(), 1);
         // A quoted kernel line is no cut, nor is a program's output; a
         // quoted line cut in its middle is.
-        let mut w = Parsed::default();
-        for l in [
+        let w = parse([
             "[g-1] @@PV L2.g-1 dmesg [    3.810014] guest_pvlock: lock ops: upstream-pv",
             "[g-1] @@PV L2.g-1 out [    1.000000] x",
             "[g-1] @@PV L2.g-1 dmesg [    3.900000] guest_pvlock: inst[    3.950000] smpboot: CPU 2 is now offline",
             "[g-1] alled",
-        ] {
-            w.line(l);
-        }
+        ]);
         let g = &w.nodes["g-1"];
         assert_eq!(
             g.dmesg,
@@ -1261,10 +1252,7 @@ mod tests {
 
     #[test]
     fn parses_a_run() {
-        let mut p = Parsed::default();
-        for l in CONSOLE.lines() {
-            p.line(l);
-        }
+        let p = parse(CONSOLE.lines());
         let l1 = &p.nodes["l1"];
         assert!(l1.done && l1.booted);
         assert_eq!(l1.steps.len(), 2);
