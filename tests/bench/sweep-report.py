@@ -2,8 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0
 """Summarises a sweep run (vmtest's result JSON): writes/s per variant,
 each run and the median, against the native and upstream-PV medians of the
-same L1 boot, and the pvlock counters that explain them."""
+same L1 boot, and the pvlock counters that explain them. Then the paired
+comparison: the ratio of two variants in each round, and the median of
+those ratios with a distribution-free interval (order statistics, at least
+95% coverage). The nat-1 and up-1 medians come from guests of their own,
+whose boot-to-boot spread is large on this platform; the variant
+`upstream` is measured in the variants' own guest, paired."""
 import json
+import math
 import statistics
 import sys
 
@@ -23,9 +29,15 @@ for g in ("nat-1", "up-1"):
 pv = nodes.get("pv-1", {})
 names = [o.split("=", 1)[1] for o in pv.get("out", []) if o.startswith("variant=")]
 by = {}
+stats = pv.get("stats") or []
+j = 0  # the variant "upstream" runs without guest_pvlock: no stat step
 for i, x in enumerate(rates(pv)):
     if i < len(names):
-        by.setdefault(names[i], []).append((x, (pv.get("stats") or [{}] * 99)[i]))
+        s = {}
+        if names[i] != "upstream":
+            s = stats[j] if j < len(stats) else {}
+            j += 1
+        by.setdefault(names[i], []).append((x, s))
 for name, runs in by.items():
     xs = [x for x, _ in runs]
     m = statistics.median(xs)
@@ -35,3 +47,31 @@ for name, runs in by.items():
     print("%-10s %s median %.0f  /native %.2f  /upstream %.2f  %s" % (
         name, " ".join("%.0f" % x for x in xs), m, m / base["nat-1"], m / base["up-1"],
         " ".join("%s=%d" % kv for kv in tot.items())))
+
+
+def interval(xs):
+    """The widest-k order-statistic interval with >= 95% coverage."""
+    n = len(xs)
+    k, cov = 1, 1 - 2 / 2**n
+    for j in range(1, n // 2 + 1):
+        c = 1 - 2 * sum(math.comb(n, i) for i in range(j)) / 2**n
+        if c >= 0.95:
+            k, cov = j, c
+    return xs[k - 1], xs[n - k], cov
+
+
+variants = list(dict.fromkeys(names))
+rounds = [dict(zip(names[i:i + len(variants)], rates(pv)[i:i + len(variants)]))
+          for i in range(0, len(names) - len(variants) + 1, len(variants))]
+refs = [v for v in ("upstream", "default") if v in variants] or variants[:1]
+print("paired, per round (%d rounds):" % len(rounds))
+for ref in refs:
+    for v in variants:
+        if v == ref or (ref != refs[0] and v in refs):
+            continue
+        xs = sorted(r[v] / r[ref] for r in rounds if r.get(v) and r.get(ref))
+        if not xs:
+            continue
+        lo, hi, cov = interval(xs)
+        print("  %-10s / %-10s median %.3f [%.3f, %.3f] (%.1f%%), above 1 in %d of %d" % (
+            v, ref, statistics.median(xs), lo, hi, 100 * cov, sum(x > 1 for x in xs), len(xs)))
