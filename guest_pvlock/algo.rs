@@ -219,6 +219,16 @@ pub(crate) trait Platform {
     fn yield_to(&self, cpu: usize);
     /// Whether to keep statistics.
     fn stats_enabled(&self) -> bool;
+    /// Adds `v` to one of this CPU's counters (only this CPU adds to it).
+    #[inline(always)]
+    fn stat_add(&self, a: &AtomicU64, v: u64) {
+        a.fetch_add(v, Ordering::Relaxed);
+    }
+    /// Adds 1 to one of this CPU's histogram buckets.
+    #[inline(always)]
+    fn stat_inc(&self, a: &AtomicU32) {
+        a.fetch_add(1, Ordering::Relaxed);
+    }
     /// A trace point for the model checker; nothing in the kernel (`v` is
     /// not even evaluated).
     #[inline(always)]
@@ -520,7 +530,7 @@ impl PvLock {
     fn count<P: Platform>(&self, p: &P, cpu: usize, c: Counter, v: u64) {
         if p.stats_enabled() {
             if let Some(a) = self.cpu_state(cpu).counters.get(c as usize) {
-                a.fetch_add(v, Ordering::Relaxed);
+                p.stat_add(a, v);
             }
         }
     }
@@ -535,7 +545,7 @@ impl PvLock {
                 .get(h as usize)
                 .and_then(|h| h.get(bucket))
             {
-                b.fetch_add(1, Ordering::Relaxed);
+                p.stat_inc(b);
             }
         }
     }

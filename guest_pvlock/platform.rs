@@ -6,6 +6,7 @@
 use crate::abi::{self, Kick};
 use crate::algo::{KickError, LockWord, Platform, Wait, Waited};
 use crate::params;
+use crate::sync::{AtomicU32, AtomicU64};
 use kernel::pvlock::{guest, lockops::QSpinLock};
 use kernel::sync::atomic::{Atomic, Relaxed};
 
@@ -199,5 +200,15 @@ impl Platform for Guest {
     #[inline]
     fn stats_enabled(&self) -> bool {
         params::STATS.get()
+    }
+
+    #[inline(always)]
+    fn stat_add(&self, a: &AtomicU64, v: u64) {
+        kernel::pvlock::stats::local_add(a, v);
+    }
+
+    #[inline(always)]
+    fn stat_inc(&self, a: &AtomicU32) {
+        kernel::pvlock::stats::local_inc(a);
     }
 }

@@ -12,6 +12,46 @@ use crate::{
 };
 
 pub use super::abi::{bucket, HIST_BUCKETS as BUCKETS};
+use core::sync::atomic::{AtomicU32, AtomicU64};
+
+/// Adds `v` to `counter` the way `this_cpu_add()` does: with one `add`
+/// instruction, not a locked one. An interrupt or NMI on this CPU comes
+/// before or after it, never in the middle, so no addition made on this
+/// CPU is lost; one made at the same moment on another CPU may be. For a
+/// per-CPU counter that only its own CPU adds to (preemption off); readers
+/// on any CPU see the value before or after (an aligned 8-byte store).
+///
+/// A locked read-modify-write (`fetch_add()`) costs several times as much,
+/// and the lock slowpath counts while it holds the lock it just took.
+#[inline(always)]
+pub fn local_add(counter: &AtomicU64, v: u64) {
+    // SAFETY: `counter` is a live, aligned `u64` that may be accessed
+    // atomically from any CPU. The instruction reads it once and writes it
+    // once, each an aligned 8-byte access, as a relaxed load and a relaxed
+    // store would; it touches no other memory and leaves the stack alone.
+    unsafe {
+        core::arch::asm!(
+            "add qword ptr [{p}], {v}",
+            p = in(reg) counter.as_ptr(),
+            v = in(reg) v,
+            options(nostack),
+        )
+    };
+}
+
+/// Adds 1 to `counter` as [`local_add`] does, for a 32-bit counter
+/// (`debugfs_create_u32_array()` histograms).
+#[inline(always)]
+pub fn local_inc(counter: &AtomicU32) {
+    // SAFETY: As in `local_add()`, on an aligned `u32`.
+    unsafe {
+        core::arch::asm!(
+            "add dword ptr [{p}], 1",
+            p = in(reg) counter.as_ptr(),
+            options(nostack),
+        )
+    };
+}
 
 /// A histogram of log2 buckets with relaxed atomic counters.
 pub struct Log2Histogram {
