@@ -301,6 +301,10 @@ impl kernel::Module for GuestPvlock {
             guest::kvm_has_feature(abi::KVM_FEATURE_PV_SCHED_YIELD),
             kernel::sync::atomic::Relaxed,
         );
+        platform::TSC_MULT.store(
+            guest::TscClock::new().map_or(0, guest::TscClock::mult),
+            core::sync::atomic::Ordering::Relaxed,
+        );
 
         let (installed, reason, mode) = match decide()? {
             Ok(mode) => (Some(install(module, mode)?), "installed", Some(mode)),

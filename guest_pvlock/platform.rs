@@ -6,7 +6,7 @@
 use crate::abi::{self, Kick};
 use crate::algo::{KickError, LockWord, Platform, Wait, Waited};
 use crate::params;
-use crate::sync::{AtomicU32, AtomicU64};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use kernel::pvlock::{guest, lockops::QSpinLock};
 use kernel::sync::atomic::{Atomic, Relaxed};
 
@@ -71,6 +71,10 @@ impl LockWord for QSpinLock {
 pub(crate) static HAVE_KICK_CPU: Atomic<bool> = Atomic::new(false);
 /// Whether `KVM_HC_SCHED_YIELD` is offered.
 pub(crate) static HAVE_SCHED_YIELD: Atomic<bool> = Atomic::new(false);
+/// The statistics' clock: a [`guest::TscClock`] multiplier, 0 for
+/// `local_clock()`. Read by every timed slow acquisition, so a `core`
+/// atomic (a plain `mov`).
+pub(crate) static TSC_MULT: AtomicU64 = AtomicU64::new(0);
 
 /// Faults injected so far (`inject_*` parameters): kicks dropped, kicks
 /// failed, waits delayed.
@@ -175,7 +179,10 @@ impl Platform for Guest {
 
     #[inline]
     fn now(&self) -> u64 {
-        guest::local_clock()
+        match TSC_MULT.load(Ordering::Relaxed) {
+            0 => guest::local_clock(),
+            m => guest::TscClock::now_with(m),
+        }
     }
 
     #[inline]

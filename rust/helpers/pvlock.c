@@ -17,6 +17,7 @@
 #if defined(CONFIG_X86) && defined(CONFIG_PARAVIRT_SPINLOCKS)
 #include <asm/paravirt.h>
 #include <asm/qspinlock.h>
+#include <asm/tsc.h>
 
 __rust_helper void *rust_helper_pvlock_slowpath_query(void)
 {
@@ -139,4 +140,9 @@ __rust_helper void rust_helper_pvlock_local_irq_restore(unsigned long flags)
 __rust_helper u64 rust_helper_pvlock_local_clock(void)
 {
 	return local_clock();
+}
+
+__rust_helper unsigned int rust_helper_pvlock_tsc_khz(void)
+{
+	return tsc_khz;
 }
