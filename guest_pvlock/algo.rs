@@ -445,6 +445,28 @@ pub(crate) struct PvLock {
     spare_owner: AtomicU32,
 }
 
+/// The CPU a slow path runs on, read once with preemption off. Statistics
+/// are counted with non-locked adds (`Platform::stat_add`), correct only on
+/// the CPU whose counters they are: [`PvLock::count`] and
+/// [`PvLock::record`] take a `Here`, not a CPU number, so that no caller
+/// can hand them another CPU's.
+#[derive(Clone, Copy)]
+struct Here(usize);
+
+impl Here {
+    /// The CPU the caller runs on.
+    #[inline]
+    fn of<P: Platform>(p: &P) -> Self {
+        Self(p.cpu())
+    }
+
+    /// Its number.
+    #[inline]
+    fn cpu(self) -> usize {
+        self.0
+    }
+}
+
 #[inline]
 fn node_id(cpu: usize, idx: usize) -> u32 {
     (cpu * MAX_NODES + idx) as u32
@@ -518,7 +540,7 @@ impl PvLock {
             .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
         {
             Ok(_) => {
-                self.count(p, p.cpu(), Counter::ModeChanges, 1);
+                self.count(p, Here::of(p), Counter::ModeChanges, 1);
                 p.note("mode ->", || to.into());
                 to
             }
@@ -527,20 +549,20 @@ impl PvLock {
     }
 
     #[inline]
-    fn count<P: Platform>(&self, p: &P, cpu: usize, c: Counter, v: u64) {
+    fn count<P: Platform>(&self, p: &P, here: Here, c: Counter, v: u64) {
         if p.stats_enabled() {
-            if let Some(a) = self.cpu_state(cpu).counters.get(c as usize) {
+            if let Some(a) = self.cpu_state(here.cpu()).counters.get(c as usize) {
                 p.stat_add(a, v);
             }
         }
     }
 
     #[inline]
-    fn record<P: Platform>(&self, p: &P, cpu: usize, h: Histogram, v: u64) {
+    fn record<P: Platform>(&self, p: &P, here: Here, h: Histogram, v: u64) {
         if p.stats_enabled() {
             let bucket = abi::bucket(v);
             if let Some(b) = self
-                .cpu_state(cpu)
+                .cpu_state(here.cpu())
                 .hist
                 .get(h as usize)
                 .and_then(|h| h.get(bucket))
@@ -677,7 +699,7 @@ impl PvLock {
     fn wait_in_mode<P: Platform>(
         &self,
         p: &P,
-        cpu: usize,
+        here: Here,
         mode: u32,
         token: u64,
         cond: impl FnOnce() -> bool,
@@ -693,10 +715,10 @@ impl PvLock {
         match waited {
             Waited::Ended | Waited::Bound => {
                 let d = self.clock(p).wrapping_sub(t);
-                self.count(p, cpu, Counter::TimeBlocked, d);
-                self.record(p, cpu, Histogram::Blocked, d);
+                self.count(p, here, Counter::TimeBlocked, d);
+                self.record(p, here, Histogram::Blocked, d);
                 if waited == Waited::Bound {
-                    self.count(p, cpu, Counter::WaitsBound, 1);
+                    self.count(p, here, Counter::WaitsBound, 1);
                 }
             }
             Waited::Gone => {
@@ -710,7 +732,7 @@ impl PvLock {
     /// Kicks the wait `token` of `target`: one hypercall, two if the host
     /// refuses the first for this target, three if it withdraws both kind
     /// of kick; never a wait for the target.
-    fn kick_waiter<P: Platform>(&self, p: &P, cpu: usize, target: usize, token: u64) {
+    fn kick_waiter<P: Platform>(&self, p: &P, here: Here, target: usize, token: u64) {
         // Read after the release: never older than the mode the waiter
         // read before its re-check.
         let mut mode = self.mode();
@@ -718,15 +740,15 @@ impl PvLock {
         loop {
             match mode {
                 MODE_WAIT => {
-                    self.count(p, cpu, Counter::Kicks, 1);
+                    self.count(p, here, Counter::Kicks, 1);
                     match p.kick(target, token) {
                         Ok(Kick::Woken) => return,
                         Ok(Kick::Held) => {
-                            self.count(p, cpu, Counter::KicksHeld, 1);
+                            self.count(p, here, Counter::KicksHeld, 1);
                             return;
                         }
                         Err(e) => {
-                            self.count(p, cpu, Counter::KickFailures, 1);
+                            self.count(p, here, Counter::KickFailures, 1);
                             p.note("kick failed, target", || target as u64);
                             if p.mutant(Mutant::NoFallback) {
                                 return;
@@ -739,21 +761,21 @@ impl PvLock {
                             // another way. `KVM_HC_KICK_CPU` ends a lock
                             // wait too, or makes it return at once.
                             if p.have_kick_cpu() && p.kick_cpu(target).is_ok() {
-                                self.count(p, cpu, Counter::KicksFallback, 1);
+                                self.count(p, here, Counter::KicksFallback, 1);
                             } else {
                                 p.wake_nmi(target);
-                                self.count(p, cpu, Counter::KicksNmi, 1);
+                                self.count(p, here, Counter::KicksNmi, 1);
                             }
                             return;
                         }
                     }
                 }
                 MODE_HLT => {
-                    self.count(p, cpu, Counter::Kicks, 1);
+                    self.count(p, here, Counter::Kicks, 1);
                     if p.kick_cpu(target).is_ok() {
                         return;
                     }
-                    self.count(p, cpu, Counter::KickFailures, 1);
+                    self.count(p, here, Counter::KickFailures, 1);
                     if p.mutant(Mutant::NoFallback) {
                         return;
                     }
@@ -761,7 +783,7 @@ impl PvLock {
                 }
                 _ => {
                     p.wake_nmi(target);
-                    self.count(p, cpu, Counter::KicksNmi, 1);
+                    self.count(p, here, Counter::KicksNmi, 1);
                     return;
                 }
             }
@@ -786,12 +808,13 @@ impl PvLock {
 
     /// `queued_spin_lock_slowpath()`: returns once the caller owns `lock`.
     pub(crate) fn lock_slowpath<L: LockWord, P: Platform>(&self, p: &P, lock: &L) {
-        let cpu = p.cpu();
+        let here = Here::of(p);
+        let cpu = here.cpu();
         // Take a free lock ahead of the queue when no head spins for it.
         // This needs no node: nothing nests on this CPU's nodes yet.
         if self.steal(p, lock) {
             self.set_owner(lock.addr(), cpu);
-            self.count(p, cpu, Counter::TakenSteal, 1);
+            self.count(p, here, Counter::TakenSteal, 1);
             return;
         }
         let t0 = self.clock(p);
@@ -811,7 +834,7 @@ impl PvLock {
             {
                 p.relax();
             }
-            self.count(p, cpu, Counter::TakenNested, 1);
+            self.count(p, here, Counter::TakenNested, 1);
             cs.count.store(idx as u32, Ordering::Relaxed);
             return;
         };
@@ -830,14 +853,14 @@ impl PvLock {
             let prev = self.node(node_id(pcpu, pidx));
             prev.next
                 .store(node_id(cpu, idx).wrapping_add(1), Ordering::Release);
-            self.wait_node(p, cpu, lock, node, prev, pcpu);
+            self.wait_node(p, here, lock, node, prev, pcpu);
             // The predecessor took the lock before handing the queue on:
             // it is the likely holder now.
             holder = Some(pcpu);
             next = node.next.load(Ordering::Relaxed);
         }
 
-        let val = self.wait_head_or_lock(p, cpu, lock, node, node_id(cpu, idx), holder, t0);
+        let val = self.wait_head_or_lock(p, here, lock, node, node_id(cpu, idx), holder, t0);
 
         // We own the lock. If nobody queued behind us, clear the tail.
         if val & Q_TAIL_MASK == tail && lock.cmpxchg_val(val, u32::from(Q_LOCKED_VAL)).is_ok() {
@@ -864,12 +887,13 @@ impl PvLock {
     fn wait_node<L: LockWord, P: Platform>(
         &self,
         p: &P,
-        cpu: usize,
+        here: Here,
         lock: &L,
         node: &Node,
         prev: &Node,
         pcpu: usize,
     ) {
+        let cpu = here.cpu();
         loop {
             let t_spin = self.clock(p);
             let threshold = p.spin_threshold();
@@ -878,7 +902,7 @@ impl PvLock {
             let mut loops: u32 = 0;
             while loops < threshold {
                 if spin_load(&node.locked) != 0 {
-                    self.record(p, cpu, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
+                    self.record(p, here, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
                     return;
                 }
                 if policy >= EARLY_PREV_HALTED
@@ -892,7 +916,7 @@ impl PvLock {
                 p.relax();
                 loops += 1;
             }
-            self.record(p, cpu, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
+            self.record(p, here, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
 
             // The mode before the re-check; no waits in MODE_SPIN.
             let mode = self.mode();
@@ -908,9 +932,9 @@ impl PvLock {
             node.state.swap(HALTED, Ordering::AcqRel);
             p.note("node: waiting, early", || early.into());
             if node.locked.fetch_add(0, Ordering::AcqRel) == 0 {
-                self.count(p, cpu, Counter::HaltsNode, 1);
+                self.count(p, here, Counter::HaltsNode, 1);
                 if early {
-                    self.count(p, cpu, Counter::HaltsEarly, 1);
+                    self.count(p, here, Counter::HaltsEarly, 1);
                 }
                 let still_halted = || {
                     let c = node
@@ -922,7 +946,7 @@ impl PvLock {
                     }
                     c
                 };
-                let bound = self.wait_in_mode(p, cpu, mode, token, still_halted);
+                let bound = self.wait_in_mode(p, here, mode, token, still_halted);
                 if bound
                     && node.locked.load(Ordering::Acquire) != 0
                     && node.state.load(Ordering::Relaxed) == HASHED
@@ -930,7 +954,7 @@ impl PvLock {
                 {
                     // The predecessor made us head and hashed us for the
                     // unlock, which removed the mark and had to kick us.
-                    self.count(p, cpu, Counter::WakeupsMissed, 1);
+                    self.count(p, here, Counter::WakeupsMissed, 1);
                 }
             }
             // Back to running unless the predecessor hashed us for a kick
@@ -941,7 +965,7 @@ impl PvLock {
             if node.locked.load(Ordering::Acquire) != 0 {
                 return;
             }
-            self.count(p, cpu, Counter::SpuriousWakeups, 1);
+            self.count(p, here, Counter::SpuriousWakeups, 1);
         }
     }
 
@@ -950,13 +974,14 @@ impl PvLock {
     fn wait_head_or_lock<L: LockWord, P: Platform>(
         &self,
         p: &P,
-        cpu: usize,
+        here: Here,
         lock: &L,
         node: &Node,
         me: u32,
         holder: Option<usize>,
         t0: u64,
     ) -> u32 {
+        let cpu = here.cpu();
         // A predecessor that found us waiting hashed us already.
         let mut hashed = node.state.load(Ordering::Relaxed) == HASHED;
         loop {
@@ -977,9 +1002,9 @@ impl PvLock {
                     && lock.cmpxchg_locked_pending(1 << 8, u16::from(Q_LOCKED_VAL))
                 {
                     let now = self.clock(p);
-                    self.record(p, cpu, Histogram::Spin, now.wrapping_sub(t_spin));
-                    self.record(p, cpu, Histogram::Wait, now.wrapping_sub(t0));
-                    self.count(p, cpu, Counter::TakenSlow, 1);
+                    self.record(p, here, Histogram::Spin, now.wrapping_sub(t_spin));
+                    self.record(p, here, Histogram::Wait, now.wrapping_sub(t0));
+                    self.count(p, here, Counter::TakenSlow, 1);
                     p.note("head: took the lock, state", || {
                         node.state.load(Ordering::Relaxed).into()
                     });
@@ -998,7 +1023,7 @@ impl PvLock {
                             // preempted after that, wait.
                             if p.yield_enabled() && !yielded {
                                 p.yield_to(h);
-                                self.count(p, cpu, Counter::Yields, 1);
+                                self.count(p, here, Counter::Yields, 1);
                                 yielded = true;
                             } else if policy >= EARLY_PREEMPTED {
                                 early = true;
@@ -1012,7 +1037,7 @@ impl PvLock {
                 loops += 1;
             }
             lock.set_pending(0);
-            self.record(p, cpu, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
+            self.record(p, here, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
 
             // The mode before the re-check; no waits in MODE_SPIN.
             let mode = self.mode();
@@ -1033,9 +1058,9 @@ impl PvLock {
                     lock.set_locked(Q_LOCKED_VAL);
                     self.hash_entry(slot).lock.store(0, Ordering::Release);
                     let now = self.clock(p);
-                    self.record(p, cpu, Histogram::Wait, now.wrapping_sub(t0));
-                    self.count(p, cpu, Counter::TakenSlow, 1);
-                    self.count(p, cpu, Counter::TakenSlowPickup, 1);
+                    self.record(p, here, Histogram::Wait, now.wrapping_sub(t0));
+                    self.count(p, here, Counter::TakenSlow, 1);
+                    self.count(p, here, Counter::TakenSlowPickup, 1);
                     self.set_owner(lock.addr(), cpu);
                     return lock.val() | u32::from(Q_LOCKED_VAL);
                 }
@@ -1049,9 +1074,9 @@ impl PvLock {
                 node.token.store(token, Ordering::Relaxed);
             }
             node.state.swap(HASHED, Ordering::AcqRel);
-            self.count(p, cpu, Counter::HaltsHead, 1);
+            self.count(p, here, Counter::HaltsHead, 1);
             if early {
-                self.count(p, cpu, Counter::HaltsEarly, 1);
+                self.count(p, here, Counter::HaltsEarly, 1);
             }
             // The re-check is an atomic read-modify-write of the mark,
             // ordered after the announcement above.
@@ -1062,13 +1087,13 @@ impl PvLock {
                 }
                 c
             };
-            let bound = self.wait_in_mode(p, cpu, mode, token, still_slow);
+            let bound = self.wait_in_mode(p, here, mode, token, still_slow);
             if bound && lock.locked() != Q_SLOW_VAL {
                 // The unlock removed the mark (and our entry), then had to
                 // kick us: its kick did not end the wait within the host's
                 // bound. (Or it is still on its way, from an unlocker
                 // preempted between its release and its kick for as long.)
-                self.count(p, cpu, Counter::WakeupsMissed, 1);
+                self.count(p, here, Counter::WakeupsMissed, 1);
             }
             // While the mark is there, our entry is too: a wake-up before the
             // unlock is spurious. Once the unlocker removed both, we do not
@@ -1076,7 +1101,7 @@ impl PvLock {
             // we spin for it with pending set, which stops further stealing,
             // rather than wait again and need another kick.
             if lock.locked() == Q_SLOW_VAL {
-                self.count(p, cpu, Counter::SpuriousWakeups, 1);
+                self.count(p, here, Counter::SpuriousWakeups, 1);
             }
         }
     }
@@ -1102,7 +1127,7 @@ impl PvLock {
             // so end the successor's wait now: it spins behind us.
             lock.set_locked(Q_LOCKED_VAL);
             let token = succ.token.load(Ordering::Acquire);
-            self.kick_waiter(p, p.cpu(), id as usize / MAX_NODES, token);
+            self.kick_waiter(p, Here::of(p), id as usize / MAX_NODES, token);
         }
     }
 
@@ -1110,17 +1135,17 @@ impl PvLock {
 
     /// The unlock slowpath: `locked` is the locked byte the fast path saw.
     pub(crate) fn unlock_slowpath<L: LockWord, P: Platform>(&self, p: &P, lock: &L, locked: u8) {
-        let cpu = p.cpu();
+        let here = Here::of(p);
         if locked != Q_SLOW_VAL {
             // Not ours to understand; release so that nobody hangs.
-            self.count(p, cpu, Counter::BadUnlocks, 1);
+            self.count(p, here, Counter::BadUnlocks, 1);
             lock.release_locked(0);
             return;
         }
         // Pairs with the waiter hashing before it marks the lock.
         fence(Ordering::Acquire);
         let Some(id) = self.unhash(lock.addr()) else {
-            self.count(p, cpu, Counter::BadUnlocks, 1);
+            self.count(p, here, Counter::BadUnlocks, 1);
             lock.release_locked(0);
             return;
         };
@@ -1129,12 +1154,12 @@ impl PvLock {
         // storing its token and announcing its wait; we read the token
         // after this.
         lock.xchg_locked(0);
-        self.count(p, cpu, Counter::ReleasedSlow, 1);
+        self.count(p, here, Counter::ReleasedSlow, 1);
         let token = self.node(id).token.load(Ordering::Acquire);
         p.note("unlock: kick node, token", || {
             (u64::from(id) << 32) | (token & 0xffff_ffff)
         });
-        self.kick_waiter(p, cpu, id as usize / MAX_NODES, token);
+        self.kick_waiter(p, here, id as usize / MAX_NODES, token);
     }
 
     /// The whole unlock: the inline fast path, then the slowpath. (The

@@ -302,7 +302,7 @@ impl kernel::Module for GuestPvlock {
             kernel::sync::atomic::Relaxed,
         );
         platform::TSC_MULT.store(
-            guest::TscClock::new().map_or(0, guest::TscClock::mult),
+            guest::tsc_ns_mult().unwrap_or(0),
             core::sync::atomic::Ordering::Relaxed,
         );
 

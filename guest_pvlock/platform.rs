@@ -71,7 +71,7 @@ impl LockWord for QSpinLock {
 pub(crate) static HAVE_KICK_CPU: Atomic<bool> = Atomic::new(false);
 /// Whether `KVM_HC_SCHED_YIELD` is offered.
 pub(crate) static HAVE_SCHED_YIELD: Atomic<bool> = Atomic::new(false);
-/// The statistics' clock: a [`guest::TscClock`] multiplier, 0 for
+/// The statistics' clock: a [`guest::tsc_ns_mult`] multiplier, 0 for
 /// `local_clock()`. Read by every timed slow acquisition, so a `core`
 /// atomic (a plain `mov`).
 pub(crate) static TSC_MULT: AtomicU64 = AtomicU64::new(0);
@@ -181,7 +181,7 @@ impl Platform for Guest {
     fn now(&self) -> u64 {
         match TSC_MULT.load(Ordering::Relaxed) {
             0 => guest::local_clock(),
-            m => guest::TscClock::now_with(m),
+            m => guest::tsc_ns(m),
         }
     }
 

@@ -121,46 +121,29 @@ pub fn local_clock() -> u64 {
     unsafe { bindings::pvlock_local_clock() }
 }
 
-/// Time in nanoseconds from the time-stamp counter, for measuring short
-/// intervals on one CPU cheaply: one `rdtsc` and a multiplication, where
-/// `local_clock()` is a call into kvm-clock's pvclock arithmetic (and, when
-/// the guest's sched_clock is not stable, a locked `cmpxchg`). Not ordered
-/// against the loads and stores around it, and not comparable between
-/// CPUs: good for statistics, not for tokens or deadlines.
-#[derive(Clone, Copy)]
-pub struct TscClock {
-    /// Nanoseconds per TSC tick, times 2^32.
-    mult: u64,
+/// The multiplier that turns time-stamp counter ticks into nanoseconds,
+/// times 2^32, at the TSC rate the kernel calibrated (`tsc_khz`); `None` if
+/// that rate is not known. For [`tsc_ns`]; a caller keeps it in an atomic.
+pub fn tsc_ns_mult() -> Option<u64> {
+    // SAFETY: Reads a variable that is set once at boot.
+    let khz = u64::from(unsafe { bindings::pvlock_tsc_khz() });
+    (1_000_000u64 << 32).checked_div(khz)
 }
 
-impl TscClock {
-    /// A clock at the TSC rate the kernel calibrated (`tsc_khz`); `None`
-    /// if it is not known.
-    pub fn new() -> Option<Self> {
-        // SAFETY: Reads a variable that is set once at boot.
-        let khz = u64::from(unsafe { bindings::pvlock_tsc_khz() });
-        if khz == 0 {
-            return None;
-        }
-        Some(Self {
-            mult: (1_000_000u64 << 32) / khz,
-        })
-    }
-
-    /// The multiplier, to keep in an atomic (0 is no clock).
-    pub fn mult(self) -> u64 {
-        self.mult
-    }
-
-    /// The time now, for a multiplier from [`TscClock::mult`].
-    #[inline(always)]
-    pub fn now_with(mult: u64) -> u64 {
-        // SAFETY: `rdtsc` reads the time-stamp counter into two registers
-        // and touches no memory; the kernel runs with CR4.TSD clear, where
-        // it never faults.
-        let tsc = unsafe { core::arch::x86_64::_rdtsc() };
-        ((u128::from(tsc) * u128::from(mult)) >> 32) as u64
-    }
+/// Time in nanoseconds from the time-stamp counter, with `mult` from
+/// [`tsc_ns_mult`]: one `rdtsc` and a multiplication, where `local_clock()`
+/// is a call into kvm-clock's pvclock arithmetic (and, when the guest's
+/// sched_clock is not stable, a locked `cmpxchg`). For measuring short
+/// intervals on one CPU cheaply: not ordered against the loads and stores
+/// around it, and not comparable between CPUs; good for statistics, not
+/// for tokens or deadlines.
+#[inline(always)]
+pub fn tsc_ns(mult: u64) -> u64 {
+    // SAFETY: `rdtsc` reads the time-stamp counter into two registers and
+    // touches no memory; the kernel runs with CR4.TSD clear, where it
+    // never faults.
+    let tsc = unsafe { core::arch::x86_64::_rdtsc() };
+    ((u128::from(tsc) * u128::from(mult)) >> 32) as u64
 }
 
 /// How a waiter halts.
