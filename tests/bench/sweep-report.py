@@ -1,52 +1,63 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Summarises a sweep run (vmtest's result JSON): writes/s per variant,
+"""Summarises sweep runs (vmtest's result JSON): writes/s per variant,
 each run and the median, against the native and upstream-PV medians of the
 same L1 boot, and the pvlock counters that explain them. Then the paired
 comparison: the ratio of two variants in each round, and the median of
 those ratios with a distribution-free interval (order statistics, at least
-95% coverage). The nat-1 and up-1 medians come from guests of their own,
-whose boot-to-boot spread is large on this platform; the variant
-`upstream` is measured in the variants' own guest, paired."""
+95% coverage; the rule of tools/pvlock-bench's `stats::interval_rank`).
+The nat-1 and up-1 medians come from guests of their own, whose
+boot-to-boot spread is large on this platform; the variant `upstream` is
+measured in the variants' own guest, paired.
+
+    tests/bench/sweep-report.py RUN.json [RUN.json ...]
+
+Given several runs (of the same code), it reports each, then the paired
+ratios of all their rounds pooled."""
 import json
 import math
 import statistics
 import sys
-
-d = json.load(open(sys.argv[1]))
-nodes = d["result"]["nodes"]
 
 
 def rates(n):
     return [lt.get("per_sec") or 0 for lt in n.get("locktorture", [])]
 
 
-base = {}
-for g in ("nat-1", "up-1"):
-    r = rates(nodes.get(g, {}))
-    base[g] = statistics.median(r) if r else float("nan")
-    print("%-8s %s median %.0f" % (g, " ".join("%.0f" % x for x in r), base[g]))
-pv = nodes.get("pv-1", {})
-names = [o.split("=", 1)[1] for o in pv.get("out", []) if o.startswith("variant=")]
-by = {}
-stats = pv.get("stats") or []
-j = 0  # the variant "upstream" runs without guest_pvlock: no stat step
-for i, x in enumerate(rates(pv)):
-    if i < len(names):
-        s = {}
-        if names[i] != "upstream":
-            s = stats[j] if j < len(stats) else {}
-            j += 1
-        by.setdefault(names[i], []).append((x, s))
-for name, runs in by.items():
-    xs = [x for x, _ in runs]
-    m = statistics.median(xs)
-    c = [s.get("dirs", {}).get("guest", {}).get("counters", {}) for _, s in runs]
-    keys = ("taken_slow", "taken_steal", "halts_head", "halts_node", "halts_early", "kicks", "yields")
-    tot = {k: sum(x.get(k, 0) for x in c) // max(1, len(c)) for k in keys}
-    print("%-10s %s median %.0f  /native %.2f  /upstream %.2f  %s" % (
-        name, " ".join("%.0f" % x for x in xs), m, m / base["nat-1"], m / base["up-1"],
-        " ".join("%s=%d" % kv for kv in tot.items())))
+def summary(path):
+    """Prints one run's summary; returns its variants and paired rounds."""
+    nodes = json.load(open(path))["result"]["nodes"]
+    print("== %s" % path)
+    base = {}
+    for g in ("nat-1", "up-1"):
+        r = rates(nodes.get(g, {}))
+        base[g] = statistics.median(r) if r else float("nan")
+        print("%-8s %s median %.0f" % (g, " ".join("%.0f" % x for x in r), base[g]))
+    pv = nodes.get("pv-1", {})
+    names = [o.split("=", 1)[1] for o in pv.get("out", []) if o.startswith("variant=")]
+    by = {}
+    stats = pv.get("stats") or []
+    j = 0  # the variant "upstream" runs without guest_pvlock: no stat step
+    for i, x in enumerate(rates(pv)):
+        if i < len(names):
+            s = {}
+            if names[i] != "upstream":
+                s = stats[j] if j < len(stats) else {}
+                j += 1
+            by.setdefault(names[i], []).append((x, s))
+    for name, runs in by.items():
+        xs = [x for x, _ in runs]
+        m = statistics.median(xs)
+        c = [s.get("dirs", {}).get("guest", {}).get("counters", {}) for _, s in runs]
+        keys = ("taken_slow", "taken_steal", "halts_head", "halts_node", "halts_early", "kicks", "yields")
+        tot = {k: sum(x.get(k, 0) for x in c) // max(1, len(c)) for k in keys}
+        print("%-10s %s median %.0f  /native %.2f  /upstream %.2f  %s" % (
+            name, " ".join("%.0f" % x for x in xs), m, m / base["nat-1"], m / base["up-1"],
+            " ".join("%s=%d" % kv for kv in tot.items())))
+    variants = list(dict.fromkeys(names))
+    rounds = [dict(zip(names[i:i + len(variants)], rates(pv)[i:i + len(variants)]))
+              for i in range(0, len(names) - len(variants) + 1, len(variants))]
+    return variants, rounds
 
 
 def interval(xs):
@@ -60,18 +71,28 @@ def interval(xs):
     return xs[k - 1], xs[n - k], cov
 
 
-variants = list(dict.fromkeys(names))
-rounds = [dict(zip(names[i:i + len(variants)], rates(pv)[i:i + len(variants)]))
-          for i in range(0, len(names) - len(variants) + 1, len(variants))]
-refs = [v for v in ("upstream", "default") if v in variants] or variants[:1]
-print("paired, per round (%d rounds):" % len(rounds))
-for ref in refs:
-    for v in variants:
-        if v == ref or (ref != refs[0] and v in refs):
-            continue
-        xs = sorted(r[v] / r[ref] for r in rounds if r.get(v) and r.get(ref))
-        if not xs:
-            continue
-        lo, hi, cov = interval(xs)
-        print("  %-10s / %-10s median %.3f [%.3f, %.3f] (%.1f%%), above 1 in %d of %d" % (
-            v, ref, statistics.median(xs), lo, hi, 100 * cov, sum(x > 1 for x in xs), len(xs)))
+def paired(variants, rounds, title):
+    refs = [v for v in ("upstream", "default") if v in variants] or variants[:1]
+    print("%s (%d rounds):" % (title, len(rounds)))
+    for ref in refs:
+        for v in variants:
+            if v == ref or (ref != refs[0] and v in refs):
+                continue
+            xs = sorted(r[v] / r[ref] for r in rounds if r.get(v) and r.get(ref))
+            if not xs:
+                continue
+            lo, hi, cov = interval(xs)
+            print("  %-10s / %-10s median %.3f [%.3f, %.3f] (%.1f%%), above 1 in %d of %d" % (
+                v, ref, statistics.median(xs), lo, hi, 100 * cov, sum(x > 1 for x in xs), len(xs)))
+
+
+if len(sys.argv) < 2:
+    sys.exit("usage: sweep-report.py RUN.json [RUN.json ...]")
+pooled_variants, pooled_rounds = [], []
+for path in sys.argv[1:]:
+    variants, rounds = summary(path)
+    paired(variants, rounds, "paired, per round")
+    pooled_variants += [v for v in variants if v not in pooled_variants]
+    pooled_rounds += rounds
+if len(sys.argv) > 2:
+    paired(pooled_variants, pooled_rounds, "paired, every run pooled")
