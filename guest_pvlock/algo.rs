@@ -445,7 +445,8 @@ pub(crate) struct PvLock {
     spare_owner: AtomicU32,
 }
 
-/// The CPU a slow path runs on, read once with preemption off. Statistics
+/// The CPU a slow path runs on, read once at its start (`lock_slowpath`,
+/// `unlock_slowpath`) with preemption off and passed down. Statistics
 /// are counted with non-locked adds (`Platform::stat_add`), correct only on
 /// the CPU whose counters they are: [`PvLock::count`] and
 /// [`PvLock::record`] take a `Here`, not a CPU number, so that no caller
@@ -529,7 +530,7 @@ impl PvLock {
     /// Moves from `from` to the next mode that works without it: waits
     /// with `HLT` if `KVM_HC_KICK_CPU` is offered, else no waits. Returns
     /// the mode now, which is past `from`.
-    pub(crate) fn degrade<P: Platform>(&self, p: &P, from: u32) -> u32 {
+    fn degrade<P: Platform>(&self, p: &P, here: Here, from: u32) -> u32 {
         let to = if from == MODE_WAIT && p.have_kick_cpu() {
             MODE_HLT
         } else {
@@ -540,7 +541,7 @@ impl PvLock {
             .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
         {
             Ok(_) => {
-                self.count(p, Here::of(p), Counter::ModeChanges, 1);
+                self.count(p, here, Counter::ModeChanges, 1);
                 p.note("mode ->", || to.into());
                 to
             }
@@ -722,7 +723,7 @@ impl PvLock {
                 }
             }
             Waited::Gone => {
-                self.degrade(p, mode);
+                self.degrade(p, here, mode);
             }
             Waited::Skipped => {}
         }
@@ -754,7 +755,7 @@ impl PvLock {
                                 return;
                             }
                             if e == KickError::Gone {
-                                mode = self.degrade(p, MODE_WAIT);
+                                mode = self.degrade(p, here, MODE_WAIT);
                                 continue;
                             }
                             // Refused for this target only: end its wait
@@ -779,7 +780,7 @@ impl PvLock {
                     if p.mutant(Mutant::NoFallback) {
                         return;
                     }
-                    mode = self.degrade(p, MODE_HLT);
+                    mode = self.degrade(p, here, MODE_HLT);
                 }
                 _ => {
                     p.wake_nmi(target);
@@ -879,7 +880,7 @@ impl PvLock {
         // A full exchange: the successor announces its wait and then reads
         // `locked`, we write `locked` and then read its state (kick_node).
         succ.locked.swap(1, Ordering::AcqRel);
-        self.kick_node(p, lock, succ, next - 1);
+        self.kick_node(p, here, lock, succ, next - 1);
         cs.count.store(idx as u32, Ordering::Relaxed);
     }
 
@@ -1108,7 +1109,14 @@ impl PvLock {
 
     /// The new head passed the queue to `succ`: if `succ` waits, hash it
     /// and mark the lock, for the unlock to kick it once the lock is free.
-    fn kick_node<L: LockWord, P: Platform>(&self, p: &P, lock: &L, succ: &Node, id: u32) {
+    fn kick_node<L: LockWord, P: Platform>(
+        &self,
+        p: &P,
+        here: Here,
+        lock: &L,
+        succ: &Node,
+        id: u32,
+    ) {
         p.note("kick_node: successor", || id.into());
         if succ
             .state
@@ -1127,7 +1135,7 @@ impl PvLock {
             // so end the successor's wait now: it spins behind us.
             lock.set_locked(Q_LOCKED_VAL);
             let token = succ.token.load(Ordering::Acquire);
-            self.kick_waiter(p, Here::of(p), id as usize / MAX_NODES, token);
+            self.kick_waiter(p, here, id as usize / MAX_NODES, token);
         }
     }
 
