@@ -3,7 +3,23 @@
 # Every function prints its results as "@@PV <level>.<name> <event> <data>".
 
 LV="L$pv_level.$pv_name"
-mark() { echo "@@PV $LV $*"; }
+# An L2's userspace output goes out through its emulated 8250 UART, which
+# the kernel feeds from the UART's interrupt handler, interrupts off, for as
+# long as the transmit buffer holds characters (up to 513 passes of 16).
+# Under nested TCG each character is an exit to L1's QEMU, about 1 ms: a
+# burst of lines (pvlock-stat's tables) held the CPU taking that interrupt
+# there for over 5 s, and CPUs waiting for its IPIs reported it, with no
+# project code loaded (tests/platform/serial-irq-hog.toml). So an L2 waits
+# for each line to be sent before it writes the next: stty sets the mode it
+# has with TCSETSW, which drains the output first.
+PV_TTY_MODE=
+if [ "$pv_level" = 2 ]; then
+	PV_TTY_MODE=$(stty -F /dev/console -g 2>/dev/null)
+fi
+mark() {
+	echo "@@PV $LV $*"
+	[ -z "$PV_TTY_MODE" ] || stty -F /dev/console "$PV_TTY_MODE" 2>/dev/null
+}
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
 elapsed() { awk -v a="$1" -v b="$(uptime_s)" 'BEGIN { printf "%.2f", b - a }'; }
 

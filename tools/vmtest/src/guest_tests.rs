@@ -94,6 +94,54 @@ fn steps_return_their_commands_status() {
     );
 }
 
+/// An L2 writes a line, then waits for its serial port to send it (stty
+/// sets the saved mode with TCSETSW, which drains the output first); L1,
+/// whose output port is not an L2's emulated UART, does not wait. `stty`
+/// is a shell function here, defined before the library is sourced (the
+/// busybox applet would win over one in PATH, on this machine's console).
+#[test]
+fn an_l2_sends_each_line_before_the_next() {
+    if !Path::new(BUSYBOX).exists() {
+        eprintln!("no {BUSYBOX}: skipped");
+        return;
+    }
+    let run = |level: &str| {
+        let out = Command::new(BUSYBOX)
+            .args(["sh", "-c"])
+            .arg(format!(
+                "stty() {{ case \"$3\" in -g) echo MODE ;; *) echo \"drain $*\" ;; esac; }}
+                 . {}
+                 mark out a; sh_step 'echo b; echo c'",
+                library().display()
+            ))
+            .env("pv_level", level)
+            .env("pv_name", "g-1")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let drain = "drain -F /dev/console MODE";
+    assert_eq!(
+        lines(&run("2")),
+        [
+            "@@PV L2.g-1 out a",
+            drain,
+            "@@PV L2.g-1 out b",
+            drain,
+            "@@PV L2.g-1 out c",
+            drain,
+        ]
+    );
+    assert_eq!(
+        lines(&run("1")),
+        [
+            "@@PV L1.g-1 out a",
+            "@@PV L1.g-1 out b",
+            "@@PV L1.g-1 out c"
+        ]
+    );
+}
+
 #[test]
 fn the_relay_notes_the_last_line_but_not_nmi_reports() {
     let dir = tempfile::tempdir().unwrap();
