@@ -19,6 +19,17 @@ fn library() -> PathBuf {
 /// Runs `script` after sourcing the library as L1 would, with `bin` first
 /// in PATH and `env` set; its status and output. `None` without busybox.
 fn sh(script: &str, bin: &Path, env: &[(&str, &str)]) -> Option<(i32, String)> {
+    sh_after("", script, bin, env)
+}
+
+/// As [`sh`], with `prelude` run before the library is sourced (shell
+/// functions that stand in for commands the library runs as it loads).
+fn sh_after(
+    prelude: &str,
+    script: &str,
+    bin: &Path,
+    env: &[(&str, &str)],
+) -> Option<(i32, String)> {
     if !Path::new(BUSYBOX).exists() {
         eprintln!("no {BUSYBOX}: skipped");
         return None;
@@ -30,7 +41,7 @@ fn sh(script: &str, bin: &Path, env: &[(&str, &str)]) -> Option<(i32, String)> {
     );
     let out = Command::new(BUSYBOX)
         .args(["sh", "-c"])
-        .arg(format!(". {}\n{script}", library().display()))
+        .arg(format!("{prelude}\n. {}\n{script}", library().display()))
         .env("pv_level", "1")
         .env("pv_name", "l1")
         .env(
@@ -101,28 +112,22 @@ fn steps_return_their_commands_status() {
 /// busybox applet would win over one in PATH, on this machine's console).
 #[test]
 fn an_l2_sends_each_line_before_the_next() {
-    if !Path::new(BUSYBOX).exists() {
-        eprintln!("no {BUSYBOX}: skipped");
-        return;
-    }
+    let bin = tempfile::tempdir().unwrap();
     let run = |level: &str| {
-        let out = Command::new(BUSYBOX)
-            .args(["sh", "-c"])
-            .arg(format!(
-                "stty() {{ case \"$3\" in -g) echo MODE ;; *) echo \"drain $*\" ;; esac; }}
-                 . {}
-                 mark out a; sh_step 'echo b; echo c'",
-                library().display()
-            ))
-            .env("pv_level", level)
-            .env("pv_name", "g-1")
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        sh_after(
+            r#"stty() { case "$3" in -g) echo MODE ;; *) echo "drain $*" ;; esac; }"#,
+            "mark out a; sh_step 'echo b; echo c'",
+            bin.path(),
+            &[("pv_level", level), ("pv_name", "g-1")],
+        )
+    };
+    let (Some((rc2, l2)), Some((rc1, l1))) = (run("2"), run("1")) else {
+        return;
     };
     let drain = "drain -F /dev/console MODE";
+    assert_eq!(rc2, 0, "{l2}");
     assert_eq!(
-        lines(&run("2")),
+        lines(&l2),
         [
             "@@PV L2.g-1 out a",
             drain,
@@ -132,8 +137,9 @@ fn an_l2_sends_each_line_before_the_next() {
             drain,
         ]
     );
+    assert_eq!(rc1, 0, "{l1}");
     assert_eq!(
-        lines(&run("1")),
+        lines(&l1),
         [
             "@@PV L1.g-1 out a",
             "@@PV L1.g-1 out b",
