@@ -17,7 +17,9 @@
 //! `qspinlock_paravirt.h` (see `Documentation/pvlock/design.rst`):
 //!
 //! - A waiter first steals the lock if it is free and no queue head is
-//!   actively spinning (pending clear), then queues on its per-CPU node.
+//!   actively spinning (pending clear). If the lock is held and nobody else
+//!   waits, it spins as the pending waiter, bounded ([`PvLock::pending`]).
+//!   Then it queues on its per-CPU node.
 //! - A queued waiter spins on its node. It waits early when the waiter ahead
 //!   of it waits or its vCPU is preempted, and after `spin_threshold` loops in
 //!   any case.
@@ -68,10 +70,12 @@
 
 use super::abi::{self, Kick};
 use super::qspinlock::{
-    decode_tail, encode_tail, MAX_NODES, Q_LOCKED_PENDING_MASK, Q_LOCKED_VAL, Q_PENDING_VAL,
-    Q_SLOW_VAL, Q_TAIL_MASK,
+    decode_tail, encode_tail, MAX_NODES, Q_LOCKED_MASK, Q_LOCKED_PENDING_MASK, Q_LOCKED_VAL,
+    Q_PENDING_VAL, Q_SLOW_VAL, Q_TAIL_MASK,
 };
-use super::sync::{fence, spin_load, table, AtomicU32, AtomicU64, AtomicUsize, Ordering, Table};
+use super::sync::{
+    fence, publish, spin_load, table, AtomicU32, AtomicU64, AtomicUsize, Ordering, Table,
+};
 
 /// How often (in spin loops) a waiter looks at the vCPU it waits behind.
 pub(crate) const PREEMPT_CHECK_MASK: u32 = 0x3f;
@@ -182,6 +186,10 @@ pub(crate) enum Mutant {
     TokenAfterRecheck,
     /// A failed kick is counted and dropped.
     NoFallback,
+    /// The pending waiter takes a free lock with plain stores, as the
+    /// native lock's may (there the queue head waits for pending to
+    /// clear; here it does not).
+    PendingPlainTake,
 }
 
 /// What the algorithm needs from the machine it runs on.
@@ -215,6 +223,9 @@ pub(crate) trait Platform {
     /// Whether a spinning queue head gives its time slice to the likely
     /// lock holder when the host has preempted it.
     fn yield_enabled(&self) -> bool;
+    /// Whether a waiter that finds the lock held and nobody else waiting
+    /// spins on the pending bit before it queues.
+    fn pending_enabled(&self) -> bool;
     /// Gives this vCPU's time slice to `cpu`'s vCPU if it is preempted.
     fn yield_to(&self, cpu: usize);
     /// Whether to keep statistics.
@@ -251,6 +262,8 @@ pub(crate) enum Counter {
     TakenSlowPickup,
     /// Acquisitions by stealing a free lock ahead of the queue.
     TakenSteal,
+    /// Acquisitions of a pending waiter (never queued).
+    TakenPending,
     /// Slowpaths beyond four nesting levels (trylock loop).
     TakenNested,
     /// Unlocks that took the slow path (a waiting waiter was hashed); each
@@ -299,6 +312,7 @@ pub(crate) const COUNTERS: [Counter; NR_COUNTERS] = [
     Counter::TakenSlow,
     Counter::TakenSlowPickup,
     Counter::TakenSteal,
+    Counter::TakenPending,
     Counter::TakenNested,
     Counter::ReleasedSlow,
     Counter::HaltsHead,
@@ -807,6 +821,63 @@ impl PvLock {
         }
     }
 
+    /// The pending waiter: upstream's native pending path, bounded. When
+    /// the lock is held and nobody else waits for it (no pending waiter,
+    /// no queue), claims the pending bit and spins for the lock without a
+    /// node: at most `spin_threshold` loops, and not once the likely
+    /// holder's vCPU is preempted (`early_halt=2`). Returns whether it took
+    /// the lock; if not, the caller queues (a head sets pending anyway).
+    ///
+    /// It never waits, so nothing ever has to kick it, and nobody waits
+    /// for it: a queue head takes a free lock whether pending is set or not
+    /// (the two race with atomic exchanges of the locked byte; every
+    /// acquisition is one), and the pending bit only keeps stealers and
+    /// other pending waiters off. Two vCPUs contending for a lock then take
+    /// it with one locked instruction each, not the queue's three.
+    fn pending<L: LockWord, P: Platform>(&self, p: &P, here: Here, lock: &L) -> bool {
+        let locked = u32::from(Q_LOCKED_VAL);
+        if lock.cmpxchg_val(locked, locked | Q_PENDING_VAL).is_err() {
+            return false;
+        }
+        let cpu = here.cpu();
+        p.note("pending: claimed", || 0);
+        let t_spin = self.clock(p);
+        let threshold = p.spin_threshold();
+        let policy = p.early_halt();
+        let mut loops: u32 = 0;
+        while loops < threshold {
+            let val = lock.val();
+            if val & Q_LOCKED_MASK == 0 {
+                let took = if p.mutant(Mutant::PendingPlainTake) {
+                    lock.set_locked(Q_LOCKED_VAL);
+                    lock.set_pending(0);
+                    true
+                } else {
+                    lock.cmpxchg_locked_pending(val as u16, u16::from(Q_LOCKED_VAL))
+                };
+                if took {
+                    self.record(p, here, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
+                    self.count(p, here, Counter::TakenPending, 1);
+                    self.set_owner(lock.addr(), cpu);
+                    return true;
+                }
+            } else if policy >= EARLY_PREEMPTED && loops & PREEMPT_CHECK_MASK == PREEMPT_CHECK_MASK
+            {
+                // A preempted holder: queue, where waiting is possible.
+                if let Some(h) = self.owner(lock.addr()) {
+                    if h != cpu && p.preempted(h) {
+                        break;
+                    }
+                }
+            }
+            p.relax();
+            loops += 1;
+        }
+        self.record(p, here, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
+        p.note("pending: queues after loops", || loops.into());
+        false
+    }
+
     /// `queued_spin_lock_slowpath()`: returns once the caller owns `lock`.
     pub(crate) fn lock_slowpath<L: LockWord, P: Platform>(&self, p: &P, lock: &L) {
         let here = Here::of(p);
@@ -816,6 +887,10 @@ impl PvLock {
         if self.steal(p, lock) {
             self.set_owner(lock.addr(), cpu);
             self.count(p, here, Counter::TakenSteal, 1);
+            return;
+        }
+        // Held, and nobody else waits: spin as the pending waiter.
+        if p.pending_enabled() && self.pending(p, here, lock) {
             return;
         }
         let t0 = self.clock(p);
@@ -829,10 +904,9 @@ impl PvLock {
 
         let Some(node) = cs.nodes.get(idx) else {
             // Deeper nesting than nodes (NMI inside everything): take the
-            // lock whenever it is free, queue or no queue.
-            while lock.val() & Q_LOCKED_PENDING_MASK != 0
-                || lock.cmpxchg_locked(0, Q_LOCKED_VAL).is_err()
-            {
+            // lock whenever it is free, queue or pending waiter or not (the
+            // pending waiter may be the context this one interrupted).
+            while lock.locked() != 0 || lock.cmpxchg_locked(0, Q_LOCKED_VAL).is_err() {
                 p.relax();
             }
             self.count(p, here, Counter::TakenNested, 1);
@@ -852,8 +926,7 @@ impl PvLock {
         if old & Q_TAIL_MASK != 0 {
             let (pcpu, pidx) = decode_tail(old);
             let prev = self.node(node_id(pcpu, pidx));
-            prev.next
-                .store(node_id(cpu, idx).wrapping_add(1), Ordering::Release);
+            publish(&prev.next, node_id(cpu, idx).wrapping_add(1));
             self.wait_node(p, here, lock, node, prev, pcpu);
             // The predecessor took the lock before handing the queue on:
             // it is the likely holder now.
@@ -999,8 +1072,11 @@ impl PvLock {
             lock.set_pending(1);
             let mut loops: u32 = 0;
             while loops < threshold {
-                if lock.locked() == 0
-                    && lock.cmpxchg_locked_pending(1 << 8, u16::from(Q_LOCKED_VAL))
+                // Take a free lock whatever the pending bit says: a pending
+                // waiter may have it, and may take the lock first.
+                let val = lock.val();
+                if val & Q_LOCKED_MASK == 0
+                    && lock.cmpxchg_locked_pending(val as u16, u16::from(Q_LOCKED_VAL))
                 {
                     let now = self.clock(p);
                     self.record(p, here, Histogram::Spin, now.wrapping_sub(t_spin));
@@ -1033,6 +1109,11 @@ impl PvLock {
                         }
                         _ => {}
                     }
+                }
+                if val & Q_PENDING_VAL == 0 {
+                    // A pending waiter took the lock (and the bit) from
+                    // under us: keep stealers off again.
+                    lock.set_pending(1);
                 }
                 p.relax();
                 loops += 1;

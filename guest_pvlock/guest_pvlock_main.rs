@@ -132,6 +132,7 @@ impl Writer for Info {
             "yield_to_holder: {}",
             u8::from(params::YIELD.get() && platform::HAVE_SCHED_YIELD.load(Relaxed))
         )?;
+        writeln!(f, "pending: {}", u8::from(params::PENDING.get()))?;
         writeln!(
             f,
             "injected_drops: {}",

@@ -200,6 +200,11 @@ impl Platform for Guest {
         params::YIELD.get() && HAVE_SCHED_YIELD.load(Relaxed)
     }
 
+    #[inline]
+    fn pending_enabled(&self) -> bool {
+        params::PENDING.get()
+    }
+
     fn yield_to(&self, cpu: usize) {
         guest::sched_yield(guest::apic_id(cpu as u32));
     }

@@ -41,3 +41,12 @@ pub(crate) fn table<T>(n: usize, f: impl Fn() -> T) -> Option<Table<T>> {
 pub(crate) fn spin_load(a: &AtomicU32) -> u32 {
     a.load(Ordering::Acquire)
 }
+
+/// The store a busy-wait loop ([`spin_load`]) waits for: a release store.
+/// (The model checker makes it an exchange: its modification order is
+/// partial, and a plain store concurrent with the spinner's
+/// read-modify-writes could stay unordered with them for good.)
+#[inline(always)]
+pub(crate) fn publish(a: &AtomicU32, v: u32) {
+    a.store(v, Ordering::Release)
+}

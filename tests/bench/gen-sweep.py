@@ -27,7 +27,7 @@ for a in sys.argv[3:]:
     variants.append((name, [p for p in params.split(",") if p]))
 cpus = {"1x": 2, "2x": 4, "3x": 6}[oc]
 writers, secs = 2 * cpus, 5
-base = "early_halt=2,yield_to_holder=Y,stats=Y,spin_threshold=0".split(",")
+base = "early_halt=2,yield_to_holder=Y,pending=Y,stats=Y,spin_threshold=0".split(",")
 P = "/sys/module/guest_pvlock/parameters"
 
 

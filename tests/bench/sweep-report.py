@@ -49,7 +49,7 @@ def summary(path):
         xs = [x for x, _ in runs]
         m = statistics.median(xs)
         c = [s.get("dirs", {}).get("guest", {}).get("counters", {}) for _, s in runs]
-        keys = ("taken_slow", "taken_steal", "halts_head", "halts_node", "halts_early", "kicks", "yields")
+        keys = ("taken_slow", "taken_steal", "taken_pending", "halts_head", "halts_node", "halts_early", "kicks", "yields")
         tot = {k: sum(x.get(k, 0) for x in c) // max(1, len(c)) for k in keys}
         print("%-10s %s median %.0f  /native %.2f  /upstream %.2f  %s" % (
             name, " ".join("%.0f" % x for x in xs), m, m / base["nat-1"], m / base["up-1"],

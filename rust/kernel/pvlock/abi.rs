@@ -122,10 +122,11 @@ pub const ZERO_STATS: &core::ffi::CStr = c"zero_stats";
 
 /// guest_pvlock's counters (one decimal u64 per file), in the order of
 /// `guest_pvlock/algo.rs`'s `Counter`.
-pub const GUEST_COUNTERS: [&core::ffi::CStr; 20] = [
+pub const GUEST_COUNTERS: [&core::ffi::CStr; 21] = [
     c"taken_slow",
     c"taken_slow_pickup",
     c"taken_steal",
+    c"taken_pending",
     c"taken_nested",
     c"released_slow",
     c"halts_head",

@@ -200,6 +200,8 @@ pub(crate) struct Config {
     /// Every vCPU looks preempted (early waits, yields).
     pub preempted: bool,
     pub yield_enabled: bool,
+    /// Waiters spin as the pending waiter first (`pending`).
+    pub pending: bool,
     pub spin_threshold: u32,
     /// A seeded bug in the algorithm.
     pub mutant: Option<Mutant>,
@@ -215,6 +217,7 @@ impl Config {
             fault: Fault::None,
             preempted: false,
             yield_enabled: false,
+            pending: true,
             spin_threshold: 1,
             mutant: None,
         }
@@ -526,6 +529,10 @@ impl Platform for Cpu<'_> {
 
     fn yield_enabled(&self) -> bool {
         self.hv.cfg.yield_enabled
+    }
+
+    fn pending_enabled(&self) -> bool {
+        self.hv.cfg.pending
     }
 
     fn yield_to(&self, cpu: usize) {

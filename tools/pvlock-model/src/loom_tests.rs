@@ -97,18 +97,22 @@ fn holder_and_waiter(cfg: Config, interrupt: bool) {
 }
 
 /// Two waiters behind a holder: the queue, the hand-over to a waiting
-/// successor (hashed by the new head for the unlock to kick).
+/// successor (hashed by the new head for the unlock to kick); with
+/// `pending`, one of them may be the pending waiter, racing the other, the
+/// queue head, for the released lock. Both touch the critical section.
 fn two_waiters(cfg: Config) {
     builder(2).check(move || {
         let hv = Arc::new(Hypervisor::new(3, cfg));
         let l = new_lock(3, &cfg);
         let word = Arc::new(ModelLock::new(u32::from(qspinlock::Q_LOCKED_VAL)));
+        let shared = Arc::new(Shared::new());
         let ts: Vec<_> = (1..3)
             .map(|id| {
-                let (hv, l, word) = (hv.clone(), l.clone(), word.clone());
+                let (hv, l, word, shared) = (hv.clone(), l.clone(), word.clone(), shared.clone());
                 thread::spawn(move || {
                     let cpu = Cpu::new(&hv, id);
                     lock(&l, &cpu, &word);
+                    shared.enter();
                     unlock(&l, &cpu, &word);
                     hv.progress(id);
                 })
@@ -122,6 +126,7 @@ fn two_waiters(cfg: Config) {
         for t in ts {
             t.join().unwrap();
         }
+        assert_eq!(shared.total(), 2);
         assert_eq!(word.word(), 0);
     });
 }
@@ -191,6 +196,30 @@ fn mutual_exclusion_and_reuse() {
     twice_each(Config::new(algo::MODE_WAIT));
 }
 
+/// The scenarios above run with the pending waiter (the default); these
+/// two without it, where every waiter queues.
+#[test]
+fn queue_of_two_waiters_without_pending() {
+    let mut cfg = Config::new(algo::MODE_WAIT);
+    cfg.pending = false;
+    two_waiters(cfg);
+}
+
+#[test]
+fn mutual_exclusion_and_reuse_without_pending() {
+    let mut cfg = Config::new(algo::MODE_WAIT);
+    cfg.pending = false;
+    twice_each(cfg);
+}
+
+/// The pending waiter spins longer than one loop, next to a queue head.
+#[test]
+fn pending_waiter_spins_beside_the_head() {
+    let mut cfg = Config::new(algo::MODE_WAIT);
+    cfg.spin_threshold = 3;
+    two_waiters(cfg);
+}
+
 #[test]
 fn preempted_holder_early_wait_and_yield() {
     let mut cfg = Config::new(algo::MODE_WAIT);
@@ -231,13 +260,14 @@ fn no_kick_at_all_spins() {
 
 /// The seeded bugs, each with the scenario that shows it, and what loom
 /// must report.
-const MUTANTS: [(&str, &str); 6] = [
+const MUTANTS: [(&str, &str); 7] = [
     ("no-recheck", "deadlock"),
     ("no-held-kick", "deadlock"),
     ("no-slow-mark", "deadlock"),
     ("token-after-recheck", "deadlock"),
     ("mark-before-hash", "an unlock found no waiter to kick"),
     ("no-fallback", "deadlock"),
+    ("pending-plain-take", "Causality violation"),
 ];
 
 /// Runs the mutant named by `PVLOCK_MUTANT`; `mutants_fail_the_model` runs
@@ -247,6 +277,10 @@ const MUTANTS: [(&str, &str); 6] = [
 fn mutant() {
     let name = std::env::var("PVLOCK_MUTANT").unwrap_or_default();
     let mut cfg = Config::new(algo::MODE_WAIT);
+    // The wait and kick mutants are bugs of the queue: without the pending
+    // waiter every waiter queues, and the scenarios reach them within the
+    // preemption bound.
+    cfg.pending = false;
     match name.as_str() {
         "no-recheck" => {
             cfg.mutant = Some(Mutant::NoRecheck);
@@ -272,6 +306,11 @@ fn mutant() {
             cfg.mutant = Some(Mutant::NoFallback);
             cfg.fault = Fault::Refused;
             holder_and_waiter(cfg, false);
+        }
+        "pending-plain-take" => {
+            cfg.mutant = Some(Mutant::PendingPlainTake);
+            cfg.pending = true;
+            two_waiters(cfg);
         }
         other => panic!("unknown mutant {other:?}"),
     }

@@ -122,3 +122,54 @@ fn preempted_holders_early_waits_and_yields() {
     assert!(counter(&l, "halts_early") > 0);
     assert!(counter(&l, "yields") > 0);
 }
+
+/// A waiter that finds the lock held and nobody waiting spins as the
+/// pending waiter and takes the lock when it is released: no queue, no
+/// wait.
+#[test]
+fn a_pending_waiter_takes_the_released_lock() {
+    let mut cfg = Config::new(algo::MODE_WAIT);
+    // The largest threshold: the pending waiter outlasts any delay here.
+    cfg.spin_threshold = abi::MAX_SPIN_THRESHOLD;
+    let l = new_lock(2, &cfg);
+    let hv = Hypervisor::new(2, cfg);
+    let word = ModelLock::default();
+    let holder = Cpu::new(&hv, 0);
+    lock(&l, &holder, &word);
+    std::thread::scope(|s| {
+        let w = s.spawn(|| {
+            let cpu = Cpu::new(&hv, 1);
+            lock(&l, &cpu, &word);
+            unlock(&l, &cpu, &word);
+        });
+        // Release only once the waiter has claimed the pending bit.
+        let t = std::time::Instant::now();
+        while word.word() & qspinlock::Q_PENDING_VAL == 0 {
+            assert!(t.elapsed() < Duration::from_secs(60), "no pending waiter");
+            std::thread::yield_now();
+        }
+        unlock(&l, &holder, &word);
+        w.join().unwrap();
+    });
+    assert_eq!(word.word(), 0);
+    assert_eq!(counter(&l, "taken_pending"), 1);
+    assert_eq!(counter(&l, "taken_slow"), 0);
+}
+
+/// Pending waiters and queue heads race for the released lock.
+#[test]
+fn pending_waiters_and_queue_heads() {
+    let mut cfg = Config::new(algo::MODE_WAIT);
+    cfg.spin_threshold = 1 << 12;
+    hammer(cfg, 4, 20_000);
+}
+
+#[test]
+fn without_pending_every_waiter_queues() {
+    let mut cfg = Config::new(algo::MODE_WAIT);
+    cfg.spin_threshold = 1 << 12;
+    cfg.pending = false;
+    let l = hammer(cfg, 4, 20_000);
+    assert_eq!(counter(&l, "taken_pending"), 0);
+    assert!(counter(&l, "taken_slow") > 0);
+}

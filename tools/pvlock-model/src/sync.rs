@@ -35,3 +35,21 @@ pub(crate) fn spin_load(a: &AtomicU32) -> u32 {
 pub(crate) fn spin_load(a: &AtomicU32) -> u32 {
     a.load(Ordering::Acquire)
 }
+
+/// The store a busy-wait loop waits for. Loom's modification order is a
+/// partial order: a plain store concurrent with the spinner's
+/// read-modify-writes ([`spin_load`]) can stay unordered with them, and the
+/// spinner then reads its own writes for ever, which no CPU does (a store
+/// becomes visible). An exchange reads the latest value and is ordered
+/// after it, so the spinner's next read sees it. Release, as the kernel's
+/// store.
+#[cfg(loom)]
+pub(crate) fn publish(a: &AtomicU32, v: u32) {
+    a.swap(v, Ordering::Release);
+}
+
+/// The store a busy-wait loop waits for.
+#[cfg(not(loom))]
+pub(crate) fn publish(a: &AtomicU32, v: u32) {
+    a.store(v, Ordering::Release)
+}

@@ -180,7 +180,8 @@ fn json_round_trips_the_fixture() {
     assert_eq!(g["counters"]["kicks"], 41);
     assert_eq!(g["counters"]["kicks_held"], 18);
     assert_eq!(g["counters"]["time_blocked_ns"], 1834712);
-    assert_eq!(g["counters"].as_object().unwrap().len(), 18);
+    assert_eq!(g["counters"]["taken_pending"], 7);
+    assert_eq!(g["counters"].as_object().unwrap().len(), 19);
     assert!(g["counters"].get("zero_stats").is_none());
     assert_eq!(g["info"]["lock_ops"], "pvlock");
     assert_eq!(g["info"]["previous"], "upstream-pv");
@@ -285,7 +286,7 @@ fn log_prints_a_header_and_a_line_per_interval() {
     assert_eq!(header[0], "time");
     assert_eq!(header[1], "guest.taken_slow");
     assert!(header.contains(&"host.kicks_woken"));
-    assert_eq!(header.len(), 1 + 18 + 19);
+    assert_eq!(header.len(), 1 + 19 + 19);
     for l in &lines[1..] {
         let cells: Vec<&str> = l.split_whitespace().collect();
         assert_eq!(cells.len(), header.len(), "{l}");
