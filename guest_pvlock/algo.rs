@@ -385,12 +385,19 @@ pub(crate) struct Node {
 }
 
 impl Node {
-    fn new() -> Self {
+    /// A node of a CPU whose tokens start at `first_token` (not 0).
+    fn new(first_token: u64) -> Self {
         Self {
             locked: AtomicU32::new(0),
             next: AtomicU32::new(0),
             state: AtomicU32::new(RUNNING),
-            token: AtomicU64::new(0),
+            // An unlocker can read a head's token between the head's slow
+            // mark and its token store (it then kicks a wait that is over,
+            // or not begun, and the head's re-check finds the lock
+            // released). Before the node's first wait that is this one:
+            // below every token of its CPU's waits, and not 0, which the
+            // host refuses.
+            token: AtomicU64::new(first_token),
         }
     }
 }
@@ -410,7 +417,7 @@ pub(crate) struct CpuState {
 impl CpuState {
     fn new(first_token: u64) -> Self {
         Self {
-            nodes: core::array::from_fn(|_| Node::new()),
+            nodes: core::array::from_fn(|_| Node::new(first_token)),
             count: AtomicU32::new(0),
             token: AtomicU64::new(first_token),
             counters: core::array::from_fn(|_| AtomicU64::new(0)),
@@ -493,6 +500,8 @@ impl PvLock {
     /// than a nanosecond, so a lock made later starts above every token of
     /// an earlier one).
     pub(crate) fn new(ncpu: usize, mode: u32, first_token: u64) -> Option<Self> {
+        // No token is 0: the host refuses a kick with it.
+        let first_token = first_token.max(1);
         let ncpu = ncpu.max(1).checked_next_power_of_two()?;
         let nhash = ncpu.checked_mul(MAX_NODES)?;
         // INVARIANT: powers of two, `nhash` entries for `ncpu * MAX_NODES`

@@ -382,6 +382,11 @@ impl Hypervisor {
             Fault::Gone | Fault::AllGone => return Err(KickError::Gone),
             Fault::None => {}
         }
+        // host_kvm refuses a kick without a token (`-KVM_EINVAL`,
+        // `kicks_bad_args`): no wait has token 0.
+        if token == 0 {
+            return Err(KickError::Refused);
+        }
         let v = &self.vcpus[cpu];
         // The kick value only grows.
         let raise = || {

@@ -93,6 +93,9 @@ fn holder_and_waiter(cfg: Config, interrupt: bool) {
             0,
             "an unlock found no waiter to kick"
         );
+        if matches!(cfg.fault, Fault::None) {
+            assert_eq!(counter(&l, "kick_failures"), 0, "a kick was refused");
+        }
     });
 }
 
@@ -128,6 +131,7 @@ fn two_waiters(cfg: Config) {
         }
         assert_eq!(shared.total(), 2);
         assert_eq!(word.word(), 0);
+        assert_eq!(counter(&l, "kick_failures"), 0, "a kick was refused");
     });
 }
 
