@@ -31,9 +31,9 @@ pub(crate) static YIELD: BoolParam = BoolParam::new(true);
 kernel::pvlock_module_param!(yield_to_holder: BoolParam = YIELD, 0o644,
     "A spinning queue head first yields to the likely lock holder when its vCPU is preempted (KVM_HC_SCHED_YIELD; default Y)");
 
-pub(crate) static PENDING: BoolParam = BoolParam::new(true);
+pub(crate) static PENDING: BoolParam = BoolParam::new(false);
 kernel::pvlock_module_param!(pending: BoolParam = PENDING, 0o644,
-    "A waiter that finds the lock held and nobody waiting spins on the pending bit before it queues (default Y)");
+    "A waiter that finds the lock held and nobody waiting spins on the pending bit before it queues (default N)");
 
 pub(crate) static STATS: BoolParam = BoolParam::new(true);
 kernel::pvlock_module_param!(stats: BoolParam = STATS, 0o644,
