@@ -669,6 +669,21 @@ impl PvLock {
         }
     }
 
+    /// The likely holder of `lock` (its last slowpath owner, else
+    /// `fallback`) if it is another CPU and the host has preempted it.
+    #[inline]
+    fn preempted_holder<L: LockWord, P: Platform>(
+        &self,
+        p: &P,
+        lock: &L,
+        fallback: Option<usize>,
+        cpu: usize,
+    ) -> Option<usize> {
+        self.owner(lock.addr())
+            .or(fallback)
+            .filter(|&h| h != cpu && p.preempted(h))
+    }
+
     /// Records that node `id` waits for lock `addr`; returns the slot.
     fn hash(&self, addr: usize, id: u32) -> Option<usize> {
         let start = self.hash_start(addr);
@@ -870,14 +885,12 @@ impl PvLock {
                     self.set_owner(lock.addr(), cpu);
                     return true;
                 }
-            } else if policy >= EARLY_PREEMPTED && loops & PREEMPT_CHECK_MASK == PREEMPT_CHECK_MASK
+            } else if policy >= EARLY_PREEMPTED
+                && loops & PREEMPT_CHECK_MASK == PREEMPT_CHECK_MASK
+                && self.preempted_holder(p, lock, None, cpu).is_some()
             {
                 // A preempted holder: queue, where waiting is possible.
-                if let Some(h) = self.owner(lock.addr()) {
-                    if h != cpu && p.preempted(h) {
-                        break;
-                    }
-                }
+                break;
             }
             p.relax();
             loops += 1;
@@ -1102,21 +1115,18 @@ impl PvLock {
                 {
                     // Who holds the lock? The last slowpath owner, else the
                     // predecessor, which took it before handing over.
-                    match self.owner(lock.addr()).or(holder) {
-                        Some(h) if h != cpu && p.preempted(h) => {
-                            // No pause-loop exiting to do it for us: give
-                            // the holder our time slice once; if it is still
-                            // preempted after that, wait.
-                            if p.yield_enabled() && !yielded {
-                                p.yield_to(h);
-                                self.count(p, here, Counter::Yields, 1);
-                                yielded = true;
-                            } else if policy >= EARLY_PREEMPTED {
-                                early = true;
-                                break;
-                            }
+                    if let Some(h) = self.preempted_holder(p, lock, holder, cpu) {
+                        // No pause-loop exiting to do it for us: give the
+                        // holder our time slice once; if it is still
+                        // preempted after that, wait.
+                        if p.yield_enabled() && !yielded {
+                            p.yield_to(h);
+                            self.count(p, here, Counter::Yields, 1);
+                            yielded = true;
+                        } else if policy >= EARLY_PREEMPTED {
+                            early = true;
+                            break;
                         }
-                        _ => {}
                     }
                 }
                 if val & Q_PENDING_VAL == 0 {

@@ -200,7 +200,8 @@ fn mutual_exclusion_and_reuse() {
     twice_each(Config::new(algo::MODE_WAIT));
 }
 
-/// The scenarios above run with the pending waiter (the default); these
+/// The scenarios above run with the pending waiter (the model's `Config`
+/// default, though the module's `pending` is off by default); these
 /// two without it, where every waiter queues.
 #[test]
 fn queue_of_two_waiters_without_pending() {
