@@ -17,7 +17,7 @@ the same guest, the same round, as the variants. Parameters written
 guest_pvlock with them, and reloads it plainly after.
 
     tests/bench/gen-sweep.py 2x 16 upstream: default: kickcpu:@kick=1
-    tests/bench/gen-sweep.py --paired 2x 8 upstream: default: nopending:pending=N
+    tests/bench/gen-sweep.py --paired 2x 8 upstream: default: pending:pending=Y
     tests/bench/gen-sweep.py --paired --writers 1 1x 12 upstream: default:
 """
 import sys
@@ -39,7 +39,7 @@ for a in args[2:]:
     variants.append((name, [p for p in params.split(",") if p]))
 cpus = {"1x": 2, "2x": 4, "3x": 6}[oc]
 writers, secs = writers or 2 * cpus, 5
-base = "early_halt=2,yield_to_holder=Y,pending=Y,stats=Y,spin_threshold=0".split(",")
+base = "early_halt=2,yield_to_holder=Y,pending=N,stats=Y,spin_threshold=0".split(",")
 P = "/sys/module/guest_pvlock/parameters"
 
 
