@@ -130,7 +130,15 @@ locktorture() {
 	case "$w" in *"???"*) sum="$sum suspicious=1" ;; esac
 	v=$(echo "$lines" | grep -o "End of test: [A-Z]*" | tail -1)
 	[ -n "$v" ] && sum="$sum verdict=${v##* }"
-	mark locktorture "type=$type writers=$nw secs=$secs_run $sum"
+	# The writers' window in the kernel's own clock: from "Start of test"
+	# (printed just before the writers are created) to the summary
+	# (printed once they have all stopped). Stopping them is in it;
+	# finding and loading the module and printing the summary on the
+	# serial console are not.
+	ts_start=$(dmesg | grep -e "--- Start of test" | tail -1 | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p')
+	ts_end=$(echo "$w" | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p')
+	window=$(awk -v a="$ts_start" -v b="$ts_end" 'BEGIN { if (a != "" && b != "" && b + 0 > a + 0) printf " window=%.2f", b - a }')
+	mark locktorture "type=$type writers=$nw secs=$secs_run$window $sum"
 }
 modprobe_lt() {
 	insmod "$(find /lib/modules -name torture.ko | head -1)" 2>/dev/null

@@ -31,11 +31,18 @@ pub struct StepResult {
 pub struct Locktorture {
     pub kind: String,
     pub writers: u64,
+    /// Seconds from loading locktorture to having unloaded it, as the
+    /// guest's shell measured them.
     pub secs: f64,
+    /// Seconds the writers ran, in the kernel's clock: from locktorture's
+    /// "Start of test" to its summary, printed once the writers stopped
+    /// (`None` from a guest that did not report it).
+    pub window: Option<f64>,
     pub total: Option<u64>,
     pub max: Option<u64>,
     pub min: Option<u64>,
-    /// Writes per second over the run.
+    /// Writes per second over the writers' window (over `secs` without
+    /// one).
     pub per_sec: Option<f64>,
     pub fail: Option<u64>,
     /// `SUCCESS` or `FAILURE` from "End of test".
@@ -964,8 +971,13 @@ impl Parsed {
                 if lt.verdict.is_none() {
                     lt.verdict = m.get("verdict").cloned();
                 }
-                if let (Some(t), true) = (lt.total, lt.secs > 0.0) {
-                    lt.per_sec = Some(t as f64 / lt.secs);
+                lt.window = m
+                    .get("window")
+                    .and_then(|v| v.parse().ok())
+                    .filter(|w: &f64| *w > 0.0);
+                let secs = lt.window.unwrap_or(lt.secs);
+                if let (Some(t), true) = (lt.total, secs > 0.0) {
+                    lt.per_sec = Some(t as f64 / secs);
                 }
                 if m.contains_key("error") || data.starts_with("error=") {
                     node.errors.push(format!("locktorture: {data}"));
@@ -1107,6 +1119,30 @@ mod tests {
         // A module's frame is the project's when the module is.
         assert_eq!(p.nodes["l1"].project_frames.len(), 1);
         assert!(condensed_report(&[]).is_empty());
+    }
+
+    #[test]
+    fn writes_per_second_over_the_writers_window() {
+        // The guest reports the writers' window (kernel clock): the rate is
+        // taken over it, not over the load-to-unload seconds.
+        let p = parse([
+            "[g-1] @@PV L2.g-1 lt [   22.167655] Writes:  Total: 1237595  Max/Min: 396703/264342   Fail: 0",
+            "[g-1] @@PV L2.g-1 locktorture type=spin_lock writers=4 secs=8.34 window=6.92 total=1237595 max=396703 min=264342 fail=0 verdict=SUCCESS",
+            "[g-1] @@PV L2.g-1 locktorture type=spin_lock writers=4 secs=8.00 total=800 fail=0 verdict=SUCCESS",
+            "[g-1] @@PV L2.g-1 locktorture type=spin_lock writers=4 secs=8.00 window=0.00 total=800 fail=0 verdict=SUCCESS",
+        ]);
+        let lts = &p.nodes["g-1"].locktorture;
+        assert_eq!(lts[0].window, Some(6.92));
+        assert_eq!(lts[0].secs, 8.34);
+        assert!(lts[0]
+            .per_sec
+            .is_some_and(|r| (r - 1237595.0 / 6.92).abs() < 1.0));
+        // Without a window (an older guest), or with a useless one, the
+        // load-to-unload seconds.
+        for lt in &lts[1..] {
+            assert_eq!(lt.window, None);
+            assert_eq!(lt.per_sec, Some(100.0));
+        }
     }
 
     #[test]
