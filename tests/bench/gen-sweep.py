@@ -19,6 +19,12 @@ guest_pvlock with them, and reloads it plainly after.
     tests/bench/gen-sweep.py 2x 16 upstream: default: kickcpu:@kick=1
     tests/bench/gen-sweep.py --paired 2x 8 upstream: default: pending:pending=Y
     tests/bench/gen-sweep.py --paired --writers 1 1x 12 upstream: default:
+    tests/bench/gen-sweep.py --paired --guests 2 3x 6 upstream: default: eh1:early_halt=1
+
+With `--guests 2` (only with --paired) two variant guests share the
+overcommit level's vCPUs (3x: two guests of 3 vCPUs) and run the same
+steps at the same time: each round's variants run side by side in both,
+roughly aligned (nothing synchronises the guests).
 """
 import sys
 
@@ -32,12 +38,18 @@ if paired:
 writers = None
 if args[:1] == ["--writers"]:
     writers, args = int(args[1]), args[2:]
+# --guests N: N variant guests at once, the level's vCPUs split among them.
+guests = 1
+if args[:1] == ["--guests"]:
+    guests, args = int(args[1]), args[2:]
+    if not paired:
+        sys.exit("--guests needs --paired")
 oc, rounds = args[0], int(args[1])
 variants = []
 for a in args[2:]:
     name, _, params = a.partition(":")
     variants.append((name, [p for p in params.split(",") if p]))
-cpus = {"1x": 2, "2x": 4, "3x": 6}[oc]
+cpus = {"1x": 2, "2x": 4, "3x": 6}[oc] // guests
 writers, secs = writers or 2 * cpus, 5
 base = "early_halt=2,yield_to_holder=Y,pending=N,stats=Y,spin_threshold=0".split(",")
 P = "/sys/module/guest_pvlock/parameters"
@@ -90,7 +102,8 @@ for g, _, _ in groups:
     out.append('  { l2 = ["%s"], timeout = 1200 },' % g)
 out.append("]")
 for g, cmd, steps in groups:
-    out += ["", "[[l2]]", 'group = "%s"' % g, "cpus = %d" % cpus, 'cmdline = "%s"' % cmd, "steps = ["]
+    out += ["", "[[l2]]", 'group = "%s"' % g, "count = %d" % (guests if g == "pv" else 1),
+            "cpus = %d" % cpus, 'cmdline = "%s"' % cmd, "steps = ["]
     out += ["  %s," % s for s in steps]
     out.append("]")
 open("tests/bench/sweep-%s.toml" % oc, "w").write("\n".join(out) + "\n")

@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """Summarises sweep runs (vmtest's result JSON): writes/s per variant,
 each run and the median, against the native and upstream-PV medians of the
-same L1 boot, and the pvlock counters that explain them. Then the paired
+same L1 boot, the spread of the variant's own runs (coefficient of
+variation), locktorture's per-writer Max/Min (median), and the pvlock
+counters that explain them; for a run with several variant guests
+(gen-sweep --guests), each guest's. Then the paired
 comparison: the ratio of two variants in each round, and the median of
 those ratios with a distribution-free interval (order statistics, at least
 95% coverage; the rule of tools/pvlock-bench's `stats::interval_rank`).
@@ -25,7 +28,8 @@ def rates(n):
 
 
 def summary(path):
-    """Prints one run's summary; returns its variants and paired rounds."""
+    """Prints one run's summary; returns its variants and paired rounds
+    (of every variant guest, for a run with several)."""
     nodes = json.load(open(path))["result"]["nodes"]
     print("== %s" % path)
     base = {}
@@ -33,26 +37,42 @@ def summary(path):
         r = rates(nodes.get(g, {}))
         base[g] = statistics.median(r) if r else float("nan")
         print("%-8s %s median %.0f" % (g, " ".join("%.0f" % x for x in r), base[g]))
-    pv = nodes.get("pv-1", {})
+    variants, rounds = [], []
+    for g in sorted(n for n in nodes if n.startswith("pv-")) or ["pv-1"]:
+        if g != "pv-1" or len([n for n in nodes if n.startswith("pv-")]) > 1:
+            print("-- %s" % g)
+        v, r = guest(nodes.get(g, {}), base)
+        variants += [x for x in v if x not in variants]
+        rounds += r
+    return variants, rounds
+
+
+def guest(pv, base):
+    """Prints one variant guest's runs; returns its variants and rounds."""
     names = [o.split("=", 1)[1] for o in pv.get("out", []) if o.startswith("variant=")]
     by = {}
     stats = pv.get("stats") or []
     j = 0  # the variant "upstream" runs without guest_pvlock: no stat step
-    for i, x in enumerate(rates(pv)):
+    for i, lt in enumerate(pv.get("locktorture", [])):
         if i < len(names):
             s = {}
             if names[i] != "upstream":
                 s = stats[j] if j < len(stats) else {}
                 j += 1
-            by.setdefault(names[i], []).append((x, s))
+            fair = (lt.get("max") or 0) / lt["min"] if lt.get("min") else float("nan")
+            by.setdefault(names[i], []).append((lt.get("per_sec") or 0, fair, s))
     for name, runs in by.items():
-        xs = [x for x, _ in runs]
+        xs = [x for x, _, _ in runs]
         m = statistics.median(xs)
-        c = [s.get("dirs", {}).get("guest", {}).get("counters", {}) for _, s in runs]
+        # The spread of the variant's own runs (coefficient of variation)
+        # and the median of locktorture's per-writer Max/Min.
+        cv = statistics.pstdev(xs) / statistics.mean(xs) if len(xs) > 1 and m else float("nan")
+        fair = statistics.median(f for _, f, _ in runs)
+        c = [s.get("dirs", {}).get("guest", {}).get("counters", {}) for _, _, s in runs]
         keys = ("taken_slow", "taken_steal", "taken_pending", "halts_head", "halts_node", "halts_early", "kicks", "yields")
         tot = {k: sum(x.get(k, 0) for x in c) // max(1, len(c)) for k in keys}
-        print("%-10s %s median %.0f  /native %.2f  /upstream %.2f  %s" % (
-            name, " ".join("%.0f" % x for x in xs), m, m / base["nat-1"], m / base["up-1"],
+        print("%-10s %s median %.0f  cv %.0f%%  max/min %.2f  /native %.2f  /upstream %.2f  %s" % (
+            name, " ".join("%.0f" % x for x in xs), m, 100 * cv, fair, m / base["nat-1"], m / base["up-1"],
             " ".join("%s=%d" % kv for kv in tot.items())))
     variants = list(dict.fromkeys(names))
     rounds = [dict(zip(names[i:i + len(variants)], rates(pv)[i:i + len(variants)]))
