@@ -264,10 +264,14 @@ guest_cpus() { [ -z "${pv_l2_affinity:-}" ] || echo "taskset -c $pv_l2_affinity"
 # came was not kicked by its guest.
 WI=/sys/kernel/tracing/instances/pvlock
 waitrec_start() {
-	if ! { mkdir -p "$WI" && echo 1024 >"$WI/buffer_size_kb" &&
+	if ! { mkdir -p "$WI" && echo 4096 >"$WI/buffer_size_kb" &&
 		echo 'nr == 0x70760001 || nr == 0x70760003 || nr == 5' >"$WI/events/kvm/kvm_hypercall/filter" &&
 		echo 1 >"$WI/events/kvm/kvm_hypercall/enable"; } 2>/dev/null; then
 		mark waitrec-off "cannot trace kvm_hypercall in $WI"
+	fi
+	if ! { echo 1 >"$WI/events/kvm/kvm_apic_accept_irq/enable" &&
+		echo 1 >"$WI/events/kvm/kvm_vcpu_wakeup/enable"; } 2>/dev/null; then
+		mark irqrec-off "cannot trace kvm_apic_accept_irq and kvm_vcpu_wakeup in $WI"
 	fi
 }
 # waitrec NAME WHY: the record, once per guest NAME (WHY: ipi-wait, rcu-stall,
@@ -308,6 +312,54 @@ waitrec() {
 		for (a in kc)
 			printf "@@PV %s waitrec %s apic=%s kick_cpu=%d last_at=%s\n", lv, g, a, nkc[a], kc[a]
 	}' "$WI/trace"
+	irqrec "$1"
+}
+
+# --- the interrupt record -----------------------------------------------------
+# irqrec NAME: per vCPU of L2 NAME (its L1 thread, from QEMU's
+# query-cpus-fast), the last three interrupts that L1's KVM accepted for its
+# APIC in the thread of another vCPU of the same guest (IPIs; its own timer
+# is accepted in its own thread, a device's interrupt in whatever thread
+# ran, and neither is counted), with their vectors, and its last three
+# wake-ups from a halt ("irqrec" lines;
+# times in L1's trace clock, like waitrec's). A CPU that its guest reports
+# waiting for an IPI, halted, whose last wake-up is older than the last IPI
+# accepted for it, was not woken by L1; one with no such IPI never got it
+# from the sender's side.
+irqrec() {
+	ir_map=/tmp/pv-irqrec-$1
+	if ! qmp_py "$PV_QMP_DIR/qmp-$1.sock" threads >"$ir_map" 2>&1 || ! grep -q '^cpu=' "$ir_map"; then
+		mark irqrec "$1 error=[$(tr '\n' ' ' <"$ir_map")]"
+		rm -f "$ir_map"
+		return 0
+	fi
+	awk -v lv="$LV" -v g="$1" '
+	function last3(arr, key, n,  k, s) {
+		s = ""
+		for (k = (n > 3 ? n - 2 : 1); k <= n; k++) s = s (s == "" ? "" : ",") arr[key, k % 3]
+		return s == "" ? "-" : s
+	}
+	FNR == NR { split($1, c, "="); split($2, t, "="); cpu[t[2]] = c[2]; next }
+	/kvm_apic_accept_irq:|kvm_vcpu_wakeup:/ {
+		th = $1; sub(/.*-/, "", th); at = $4; sub(":", "", at); last = at
+		if (!(th in cpu)) next
+		if ($5 == "kvm_apic_accept_irq:") {
+			# From another vCPU only: the timer of a vCPU is accepted
+			# in its own thread.
+			a = $7
+			if (sprintf("%x", cpu[th]) == a) next
+			ni[a]++; irq[a, ni[a] % 3] = at "/" $9
+		} else {
+			v = cpu[th]; nw[v]++; wk[v, nw[v] % 3] = at
+		}
+	}
+	END {
+		for (th in cpu) {
+			v = cpu[th]; a = sprintf("%x", v)
+			printf "@@PV %s irqrec %s cpu=%d thread=%s ipis=%d last_ipis=%s wakeups=%d last_wakeups=%s trace_until=%s\n", lv, g, v, th, ni[a], last3(irq, a, ni[a]), nw[v], last3(wk, v, nw[v]), last == "" ? "-" : last
+		}
+	}' "$ir_map" "$WI/trace"
+	rm -f "$ir_map"
 }
 
 # --- silent L2s ---------------------------------------------------------------

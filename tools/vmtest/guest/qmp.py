@@ -3,6 +3,7 @@
 
     python3 qmp.py SOCKET nmi    an NMI to every vCPU (inject-nmi)
     python3 qmp.py SOCKET regs   register samples of every vCPU
+    python3 qmp.py SOCKET threads  "cpu=N thread=TID" per vCPU
 
 L1's guest library (pvlock.sh) runs it with the host's python3 against the
 QMP socket of each L2's QEMU; the harness (tools/vmtest) runs it against
@@ -29,8 +30,8 @@ TEXT_LO, TEXT_HI = 0xFFFFFFFF80000000, 0xFFFFFFFFFF000000
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[2] not in ("nmi", "regs"):
-        sys.exit("usage: qmp.py SOCKET nmi|regs")
+    if len(sys.argv) != 3 or sys.argv[2] not in ("nmi", "regs", "threads"):
+        sys.exit("usage: qmp.py SOCKET nmi|regs|threads")
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(10)
     s.connect(sys.argv[1])
@@ -63,6 +64,11 @@ def main():
     cmd("qmp_capabilities")
     if sys.argv[2] == "nmi":
         cmd("inject-nmi")
+        return
+    if sys.argv[2] == "threads":
+        # Each vCPU's host thread (L1's thread ID).
+        for c in cmd("query-cpus-fast"):
+            print("cpu=%d thread=%d" % (c["cpu-index"], c["thread-id"]))
         return
     for sample in (1, 2):
         if sample > 1:

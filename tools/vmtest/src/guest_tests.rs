@@ -305,3 +305,61 @@ fn l1_samples_an_l2s_registers_through_its_qmp_socket() {
     assert!(out.starts_with("@@PV L1.l1 regs-failed g-2 "), "{out}");
     assert!(out.trim_end().ends_with("rc=1"), "{out}");
 }
+
+#[test]
+fn l1_records_the_ipis_and_wakeups_of_an_l2s_vcpus() {
+    if Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("no python3: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // L1's trace of its guests: thread 114 (vCPU 1) sends IPIs to APIC 0
+    // (one older than the last three), vCPU 0's own timer (not an IPI),
+    // another guest's thread 999 (not this guest's), wake-ups.
+    std::fs::write(
+        dir.path().join("trace"),
+        "# tracer: nop\n\
+ qemu-system-x86-114 [001] d..1.  10.000001: kvm_apic_accept_irq: apicid 0 vec 251 (Fixed|edge)\n\
+ qemu-system-x86-113 [002] .....  10.100000: kvm_vcpu_wakeup: wait time 1000 ns, polling invalid\n\
+ qemu-system-x86-114 [001] d..1.  11.000001: kvm_apic_accept_irq: apicid 0 vec 252 (Fixed|edge)\n\
+ qemu-system-x86-113 [001] d..1.  11.200001: kvm_apic_accept_irq: apicid 0 vec 236 (Fixed|edge)\n\
+ qemu-system-x86-999 [001] d..1.  11.500001: kvm_apic_accept_irq: apicid 0 vec 251 (Fixed|edge)\n\
+ qemu-system-x86-114 [001] d..1.  12.000001: kvm_apic_accept_irq: apicid 0 vec 251 (Fixed|edge)\n\
+ qemu-system-x86-113 [001] d..1.  12.000002: kvm_apic_accept_irq: apicid 1 vec 251 (Fixed|edge)\n\
+ qemu-system-x86-114 [001] d..1.  13.000001: kvm_apic_accept_irq: apicid 0 vec 251 (Fixed|edge)\n\
+ qemu-system-x86-114 [002] .....  13.100000: kvm_vcpu_wakeup: wait time 1000 ns, polling invalid\n",
+    )
+    .unwrap();
+    let env = [("PV_QMP_DIR", dir.path().to_str().unwrap())];
+    let chroot = "chroot() { shift; \"$@\"; }\n";
+    let server = fake_qemu(&dir.path().join("qmp-g-1.sock"), false);
+    // The trace instance (WI) is the library's own: set after sourcing.
+    let script = format!(
+        "{chroot}WI={}; irqrec g-1; echo rc=$?",
+        dir.path().display()
+    );
+    let Some((_, out)) = sh(&script, dir.path(), &env) else {
+        return;
+    };
+    let mut got = lines(&out);
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "@@PV L1.l1 irqrec g-1 cpu=0 thread=113 ipis=4 last_ipis=11.000001/252,12.000001/251,13.000001/251 wakeups=1 last_wakeups=10.100000 trace_until=13.100000",
+            "@@PV L1.l1 irqrec g-1 cpu=1 thread=114 ipis=1 last_ipis=12.000002/251 wakeups=1 last_wakeups=13.100000 trace_until=13.100000",
+            "rc=0",
+        ],
+        "{out}"
+    );
+    assert_eq!(
+        server.join().unwrap(),
+        ["qmp_capabilities", "query-cpus-fast"]
+    );
+
+    // No QEMU there: an error line, no record.
+    let script = format!("{chroot}WI={}; irqrec g-2", dir.path().display());
+    let (_, out) = sh(&script, dir.path(), &env).unwrap();
+    assert!(out.starts_with("@@PV L1.l1 irqrec g-2 error=["), "{out}");
+    assert_eq!(lines(&out).len(), 1, "{out}");
+}

@@ -116,7 +116,8 @@ pub(crate) mod tests {
     use std::thread::JoinHandle;
 
     /// A QMP server that answers one connection as QEMU does and returns
-    /// the commands it got; `fail` makes it refuse `inject-nmi`.
+    /// the commands it got; `fail` makes it refuse `inject-nmi`. It has two
+    /// vCPUs, on threads 113 and 114 (`query-cpus-fast`).
     pub(crate) fn fake_qemu(path: &Path, fail: bool) -> JoinHandle<Vec<String>> {
         let l = UnixListener::bind(path).unwrap();
         std::thread::spawn(move || {
@@ -149,6 +150,16 @@ pub(crate) mod tests {
                         got.push(cmd);
                         continue;
                     }
+                }
+                if cmd == "query-cpus-fast" {
+                    // Two vCPUs, trimmed to what the client reads.
+                    writeln!(
+                        w,
+                        r#"{{"return": [{{"cpu-index": 0, "thread-id": 113}}, {{"cpu-index": 1, "thread-id": 114}}]}}"#
+                    )
+                    .unwrap();
+                    got.push(cmd);
+                    continue;
                 }
                 writeln!(w, r#"{{"return": {{}}}}"#).unwrap();
                 got.push(cmd);
