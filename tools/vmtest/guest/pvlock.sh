@@ -321,8 +321,8 @@ waitrec() {
 # APIC in the thread of another vCPU of the same guest (IPIs; its own timer
 # is accepted in its own thread, a device's interrupt in whatever thread
 # ran, and neither is counted), with their vectors, and its last three
-# wake-ups from a halt ("irqrec" lines;
-# times in L1's trace clock, like waitrec's). A CPU that its guest reports
+# wake-ups from a halt ("irqrec" lines; times in L1's trace clock, like
+# waitrec's). A CPU that its guest reports
 # waiting for an IPI, halted, whose last wake-up is older than the last IPI
 # accepted for it, was not woken by L1; one with no such IPI never got it
 # from the sender's side.
