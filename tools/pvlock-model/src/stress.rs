@@ -8,6 +8,33 @@ use super::*;
 use std::sync::atomic::AtomicU64 as StdU64;
 use std::time::Duration;
 
+/// However the threads below happen to be scheduled, one release takes the
+/// slow path: CPU 1 waits for the lock CPU 0 holds, and CPU 0 releases it
+/// only once the waiter has marked it slow. (On a loaded machine the
+/// threads of a run can take turns without ever meeting on the lock; the
+/// tests that count kicks need at least one.)
+fn slow_release(hv: &Hypervisor, l: &algo::PvLock, word: &ModelLock) {
+    let holder = Cpu::new(hv, 0);
+    lock(l, &holder, word);
+    std::thread::scope(|s| {
+        let w = s.spawn(|| {
+            let cpu = Cpu::new(hv, 1);
+            lock(l, &cpu, word);
+            unlock(l, &cpu, word);
+        });
+        let t = std::time::Instant::now();
+        while word.word() & 0xff != u32::from(qspinlock::Q_SLOW_VAL) {
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "the waiter never marked the lock"
+            );
+            std::thread::yield_now();
+        }
+        unlock(l, &holder, word);
+        w.join().unwrap();
+    });
+}
+
 /// `threads` threads take and release one lock `iters` times each; returns
 /// the lock state for the counters. Panics on two owners at once, a lost
 /// increment, a lock left held, a bad unlock, or a run over 120 s.
@@ -22,6 +49,9 @@ fn hammer(cfg: Config, threads: usize, iters: u64) -> std::sync::Arc<algo::PvLoc
         // would lose increments.
         let counter = StdU64::new(0);
         let inside = AtomicU32::new(0);
+        if threads >= 2 {
+            slow_release(&hv, &l2, &word);
+        }
         std::thread::scope(|s| {
             for id in 0..threads {
                 let (hv, l, word, counter, inside) = (&hv, &l2, &word, &counter, &inside);
