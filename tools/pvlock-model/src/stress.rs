@@ -13,6 +13,18 @@ use std::time::Duration;
 /// only once the waiter has marked it slow. (On a loaded machine the
 /// threads of a run can take turns without ever meeting on the lock; the
 /// tests that count kicks need at least one.)
+/// Returns once a waiter has marked `word` slow (panics after 60 s).
+fn wait_for_slow_mark(word: &ModelLock) {
+    let t = std::time::Instant::now();
+    while word.word() & 0xff != u32::from(qspinlock::Q_SLOW_VAL) {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "the waiter never marked the lock"
+        );
+        std::thread::yield_now();
+    }
+}
+
 fn slow_release(hv: &Hypervisor, l: &algo::PvLock, word: &ModelLock) {
     let holder = Cpu::new(hv, 0);
     lock(l, &holder, word);
@@ -22,14 +34,7 @@ fn slow_release(hv: &Hypervisor, l: &algo::PvLock, word: &ModelLock) {
             lock(l, &cpu, word);
             unlock(l, &cpu, word);
         });
-        let t = std::time::Instant::now();
-        while word.word() & 0xff != u32::from(qspinlock::Q_SLOW_VAL) {
-            assert!(
-                t.elapsed() < Duration::from_secs(60),
-                "the waiter never marked the lock"
-            );
-            std::thread::yield_now();
-        }
+        wait_for_slow_mark(word);
         unlock(l, &holder, word);
         w.join().unwrap();
     });
@@ -148,9 +153,44 @@ fn preempted_holders_early_waits_and_yields() {
     cfg.preempted = true;
     cfg.yield_enabled = true;
     cfg.spin_threshold = 1 << 12;
-    let l = hammer(cfg, 4, 10_000);
-    assert!(counter(&l, "halts_early") > 0);
-    assert!(counter(&l, "yields") > 0);
+    hammer(cfg, 4, 10_000);
+
+    // However the threads are scheduled: CPU 1 takes the lock through the
+    // slowpath (so the lock knows its owner) and holds it; CPU 2, the
+    // queue head, finds that owner preempted, yields to it once, then
+    // waits before its threshold.
+    let l = new_lock(3, &cfg);
+    let hv = Hypervisor::new(3, cfg);
+    let word = ModelLock::default();
+    let first = Cpu::new(&hv, 0);
+    let (has_it, go) = (AtomicU32::new(0), AtomicU32::new(0));
+    lock(&l, &first, &word);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let cpu = Cpu::new(&hv, 1);
+            lock(&l, &cpu, &word);
+            has_it.store(1, Ordering::SeqCst);
+            while go.load(Ordering::SeqCst) == 0 {
+                std::thread::yield_now();
+            }
+            unlock(&l, &cpu, &word);
+        });
+        wait_for_slow_mark(&word);
+        unlock(&l, &first, &word);
+        while has_it.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        s.spawn(|| {
+            let cpu = Cpu::new(&hv, 2);
+            lock(&l, &cpu, &word);
+            unlock(&l, &cpu, &word);
+        });
+        wait_for_slow_mark(&word);
+        go.store(1, Ordering::SeqCst);
+    });
+    assert_eq!(word.word(), 0);
+    assert_eq!(counter(&l, "yields"), 1);
+    assert_eq!(counter(&l, "halts_early"), 1);
 }
 
 /// A waiter that finds the lock held and nobody waiting spins as the
