@@ -16,6 +16,8 @@
 #   make check      rustfmt and clippy, kernel modules and tools
 #   make vmtest SCENARIO="name ..."   run VM scenarios (default: the fast set)
 #   make bench [QUICK=1]              the benchmark (tools/pvlock-bench)
+#   make variant REV=<rev> NAME=<n>   guest_pvlock of another revision, for
+#                                     paired sweeps (tests/bench/gen-sweep.py)
 #   make test-distro                  the distro kernel variant: build it,
 #                                     the modules for it, one scenario
 #   make clean / kernel-clean
@@ -45,7 +47,7 @@ RS_KERNEL_FILES = $(shell find rust -name '*.rs')
 
 .PHONY: all modules deps kernel print-kdir tools static-tools host-tools check \
 	check-modules check-tools test test-unit model vmtest demo bench clean \
-	kernel-clean check-kdir test-distro
+	kernel-clean check-kdir test-distro variant
 
 all: modules
 
@@ -82,6 +84,11 @@ modules: check-kdir
 		rm -f $(MODOUT)/guest_pvlock/*.ko $(MODOUT)/host_kvm/*.ko $(MODOUT)/guest_pvlock/*.o $(MODOUT)/host_kvm/*.o; \
 		echo "pvlock: error: the module build warned (see above)" >&2; rm -f $$log; exit 1; fi; \
 	rm -f $$log; ls -1 $(MODOUT)/guest_pvlock/guest_pvlock.ko $(MODOUT)/host_kvm/host_kvm.ko
+
+REV ?=
+NAME ?=
+variant: check-kdir
+	@scripts/build-variant.sh "$(REV)" "$(NAME)" "$(KDIR)"
 
 static-tools:
 	@command -v $(CARGO) >/dev/null || { echo "pvlock: error: cargo not found (run 'make deps')" >&2; exit 1; }
