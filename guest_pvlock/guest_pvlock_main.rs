@@ -123,14 +123,17 @@ impl Writer for Info {
         writeln!(
             f,
             "host_spin_threshold: {}",
-            params::HOST_SPIN_THRESHOLD.load(Relaxed)
+            params::HOST_SPIN_THRESHOLD.load(core::sync::atomic::Ordering::Relaxed)
         )?;
         writeln!(f, "stats: {}", u8::from(params::STATS.get()))?;
         writeln!(f, "early_halt: {}", params::EARLY_HALT.get())?;
         writeln!(
             f,
             "yield_to_holder: {}",
-            u8::from(params::YIELD.get() && platform::HAVE_SCHED_YIELD.load(Relaxed))
+            u8::from(
+                params::YIELD.get()
+                    && platform::HAVE_SCHED_YIELD.load(core::sync::atomic::Ordering::Relaxed)
+            )
         )?;
         writeln!(f, "pending: {}", u8::from(params::PENDING.get()))?;
         writeln!(
@@ -214,7 +217,7 @@ fn decide() -> Result<core::result::Result<u32, &'static str>> {
             Ok(v) if v >= abi::KVM_PVLOCK_ABI_VERSION => {
                 if let Ok(t) = guest::pvlock_get_param(abi::KVM_PVLOCK_PARAM_SPIN_THRESHOLD) {
                     let t = t.min(u64::from(abi::MAX_SPIN_THRESHOLD)) as u32;
-                    params::HOST_SPIN_THRESHOLD.store(t, kernel::sync::atomic::Relaxed);
+                    params::HOST_SPIN_THRESHOLD.store(t, core::sync::atomic::Ordering::Relaxed);
                 }
             }
             v => {
@@ -296,11 +299,11 @@ impl kernel::Module for GuestPvlock {
         }
         platform::HAVE_KICK_CPU.store(
             guest::kvm_has_feature(abi::KVM_FEATURE_PV_UNHALT),
-            kernel::sync::atomic::Relaxed,
+            core::sync::atomic::Ordering::Relaxed,
         );
         platform::HAVE_SCHED_YIELD.store(
             guest::kvm_has_feature(abi::KVM_FEATURE_PV_SCHED_YIELD),
-            kernel::sync::atomic::Relaxed,
+            core::sync::atomic::Ordering::Relaxed,
         );
         platform::TSC_MULT.store(
             guest::tsc_ns_mult().unwrap_or(0),

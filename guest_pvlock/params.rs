@@ -3,9 +3,9 @@
 //! guest_pvlock's module parameters (`/sys/module/guest_pvlock/parameters/`).
 
 use crate::algo;
+use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use kernel::pvlock::abi::MAX_SPIN_THRESHOLD;
 use kernel::pvlock::param::{BoolParam, U32Param};
-use kernel::sync::atomic::{Atomic, Relaxed};
 
 /// Spin loops before waiting when neither parameter nor host says
 /// otherwise; upstream's `SPIN_THRESHOLD`.
@@ -61,8 +61,9 @@ kernel::pvlock_module_param!(inject_wait_delay_us: U32Param = INJECT_WAIT_DELAY_
     "Test only: microseconds a waiter spends between its last look at the lock and its wait (0: off)");
 
 /// The spin threshold the host recommends (`KVM_HC_PVLOCK_GET_PARAM`), 0
-/// for none.
-pub(crate) static HOST_SPIN_THRESHOLD: Atomic<u32> = Atomic::new(0);
+/// for none. Read by every slow acquisition, so a `core` atomic (a plain
+/// `mov`; see `sync.rs`).
+pub(crate) static HOST_SPIN_THRESHOLD: AtomicU32 = AtomicU32::new(0);
 
 /// The spin threshold in effect.
 #[inline]

@@ -6,7 +6,7 @@
 use crate::abi::{self, Kick};
 use crate::algo::{KickError, LockWord, Platform, Wait, Waited};
 use crate::params;
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::pvlock::{guest, lockops::QSpinLock};
 use kernel::sync::atomic::{Atomic, Relaxed};
 
@@ -67,10 +67,11 @@ impl LockWord for QSpinLock {
     }
 }
 
-/// Whether `KVM_HC_KICK_CPU` is offered (`KVM_FEATURE_PV_UNHALT`).
-pub(crate) static HAVE_KICK_CPU: Atomic<bool> = Atomic::new(false);
+/// Whether `KVM_HC_KICK_CPU` is offered (`KVM_FEATURE_PV_UNHALT`). Read on
+/// the lock's paths, so a `core` atomic, like [`TSC_MULT`].
+pub(crate) static HAVE_KICK_CPU: AtomicBool = AtomicBool::new(false);
 /// Whether `KVM_HC_SCHED_YIELD` is offered.
-pub(crate) static HAVE_SCHED_YIELD: Atomic<bool> = Atomic::new(false);
+pub(crate) static HAVE_SCHED_YIELD: AtomicBool = AtomicBool::new(false);
 /// The statistics' clock: a [`guest::tsc_ns_mult`] multiplier, 0 for
 /// `local_clock()`. Read by every timed slow acquisition, so a `core`
 /// atomic (a plain `mov`).
@@ -157,7 +158,7 @@ impl Platform for Guest {
 
     #[inline]
     fn have_kick_cpu(&self) -> bool {
-        HAVE_KICK_CPU.load(Relaxed)
+        HAVE_KICK_CPU.load(Ordering::Relaxed)
     }
 
     fn kick_cpu(&self, cpu: usize) -> Result<(), KickError> {
@@ -197,7 +198,7 @@ impl Platform for Guest {
 
     #[inline]
     fn yield_enabled(&self) -> bool {
-        params::YIELD.get() && HAVE_SCHED_YIELD.load(Relaxed)
+        params::YIELD.get() && HAVE_SCHED_YIELD.load(Ordering::Relaxed)
     }
 
     #[inline]

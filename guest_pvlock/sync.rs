@@ -19,7 +19,9 @@
 
 use kernel::alloc::{flags::GFP_KERNEL, KVVec};
 
-pub(crate) use core::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use core::sync::atomic::{
+    fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 
 /// A table sized at load time by the CPUs the guest can have.
 pub(crate) type Table<T> = KVVec<T>;
