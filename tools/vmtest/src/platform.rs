@@ -757,6 +757,21 @@ pub fn events(s: &Scenario, p: &Parsed, end: &RunEnd) -> Vec<Event> {
             // itself with no oops, panic or warning first, i.e. a triple
             // fault that no kernel code reported (oops=panic makes every
             // kernel fault loud).
+            // RCU stall reports from L1 before its init ran: no guest, no
+            // host_kvm, nothing of the project had run in it (the KVM
+            // patches act for guests only), so its vCPUs starved under TCG
+            // (seen once in CI, 2026-12-04: a stall at 21.9 s, before init).
+            if l1_starved_before_init(p, l1) {
+                v.push(Event {
+                    kernel: "l1".into(),
+                    signature: Signature::StarvedRcuStall,
+                    why:
+                        "l1: RCU stall before its init ran, no project code (vCPU starvation, TCG)"
+                            .into(),
+                    since: l1.problem_at.first().map_or(l1.last_seq, |p| p.0),
+                    problems: true,
+                });
+            }
             if l1.booted && l1.problems.is_empty() && end.qemu_status == Some(0) {
                 v.push(Event {
                     kernel: "l1".into(),
@@ -906,6 +921,18 @@ fn entry_crash_out_of_the_blue(p: &Parsed, kernel: &str) -> bool {
                 .first()
                 .is_some_and(|&(seq, _, _)| no_project_frame_near(p, kernel, seq))
     })
+}
+
+/// L1's problems are RCU stall reports from before its init ran (before
+/// its boot mark, by kernel time), with no project frame near them.
+fn l1_starved_before_init(p: &Parsed, l1: &Node) -> bool {
+    !l1.problems.is_empty()
+        && l1.problems.iter().all(|l| l.contains("rcu"))
+        && l1.problem_at.iter().all(|&(seq, ts, state)| {
+            !state.project_code
+                && ts.is_some_and(|t| l1.boot_uptime.is_none_or(|b| t < b))
+                && no_project_frame_near(p, "l1", seq)
+        })
 }
 
 /// Whether failure `f` follows from one of `events`.
@@ -1946,6 +1973,32 @@ steps = [
             signatures(&judged(&s, &b, &stalled("g-1"))),
             ["l2-timer-stall", "starved-rcu-stall"]
         );
+    }
+
+    #[test]
+    fn an_l1_rcu_stall_before_init_is_the_platforms() {
+        let s = scenario(PVLOCK);
+        let stall = "
+            [   21.90] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:
+            [   21.91] rcu: \t1-...!: (0 ticks this GP) idle=1f4c/1/0x4000000000000000 softirq=35/35 fqs=0
+        ";
+        let mut q = Parsed::default();
+        feed(&mut q, stall);
+        let j = judged(&s, &q, &RunEnd::default());
+        assert_eq!(signatures(&j), ["starved-rcu-stall"]);
+        // The same report after init ran (host_kvm loaded, a guest
+        // started) is not.
+        let mut q = Parsed::default();
+        feed(&mut q, L1_START);
+        feed(&mut q, stall.replace("21.9", "41.9").as_str());
+        assert!(!judged(&s, &q, &RunEnd::default()).platform());
+        // Nor one with anything but the RCU report.
+        let mut q = Parsed::default();
+        feed(&mut q, stall);
+        q.line(
+            "[   22.50] WARNING: CPU: 0 PID: 1 at arch/x86/kvm/x86.c:100 kvm_arch_init+0x10/0x20",
+        );
+        assert!(!judged(&s, &q, &RunEnd::default()).platform());
     }
 
     #[test]
