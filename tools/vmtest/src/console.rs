@@ -211,6 +211,9 @@ pub struct Node {
     pub last_seq: u64,
     /// L2 instances: the exit status L1 saw.
     pub exit_rc: Option<i64>,
+    /// L2 instances: QEMU's message that a signal ended it (L1's `timeout`
+    /// at the end of the `l2` step's bound), which also exits with 0.
+    pub killed: Option<String>,
     /// L1: KVM's shutdown exits of its guests (`kvm:kvm_exit` trace lines
     /// with SVM exit code 0x7f), i.e. the guest triple faults.
     pub shutdown_exits: Vec<String>,
@@ -645,6 +648,12 @@ impl Parsed {
             }
         };
         let seq = self.seq;
+        if origin != "l1"
+            && text.starts_with("qemu-system")
+            && text.contains("terminating on signal")
+        {
+            self.node(origin).killed = Some(text.trim().to_string());
+        }
         if own {
             let n = self.node(origin);
             n.last_seq = seq;

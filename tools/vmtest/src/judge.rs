@@ -205,10 +205,24 @@ pub fn judge(s: &Scenario, parsed: &Parsed, result: &Value, end: &RunEnd) -> Vec
                 format!("never reached its init{}", problem_hint(n)),
             ));
         } else if !n.done {
+            // L1 ended the guest at its step's bound: the guest's own step
+            // timeout never fired (seen with a CPU that waited for good
+            // with interrupts off while the others ran on).
+            let killed = match (&n.killed, n.steps.last()) {
+                (Some(_), Some(st)) if st.rc.is_none() && !st.timed_out => format!(
+                    ": L1 ended its QEMU at the l2 step's bound, in step {}",
+                    st.id
+                ),
+                (Some(_), _) => ": L1 ended its QEMU at the l2 step's bound".into(),
+                (None, _) => String::new(),
+            };
             why.push(Failure::new(
                 name,
                 Kind::Unfinished,
-                format!("stopped before its plan finished{}", problem_hint(n)),
+                format!(
+                    "stopped before its plan finished{killed}{}",
+                    problem_hint(n)
+                ),
             ));
         }
         if let Some(line) = &n.nmi.resumed {

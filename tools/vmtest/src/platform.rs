@@ -846,7 +846,9 @@ pub fn events(s: &Scenario, p: &Parsed, end: &RunEnd) -> Vec<Event> {
                 problems: true,
             });
         }
-        if n.problems.is_empty() && n.exit_rc == Some(0) {
+        // (Not when QEMU said a signal ended it: L1 stopped it at its
+        // step's bound, and QEMU exits with 0 then too.)
+        if n.problems.is_empty() && n.exit_rc == Some(0) && n.killed.is_none() {
             // L1 traced the triple fault (shown for the record; with
             // several guests the trace does not say whose it was).
             let seen = p
@@ -1492,6 +1494,32 @@ steps = [
         let j = judged(&s, &q, &RunEnd::default());
         assert!(!j.platform());
         assert!(j.unexplained[0].contains("WARNING"), "{:?}", j.unexplained);
+    }
+
+    #[test]
+    fn a_guest_that_l1_ended_at_its_bound_did_not_reset() {
+        // broken-dropped-kick in CI, 2026-12-04: a writer waited for good
+        // with interrupts off, the others stole the lock and went on, no
+        // detector spoke, and the guest's own step timeout never fired;
+        // L1's `timeout` ended QEMU (status 0) at the l2 step's bound.
+        let s = scenario(PVLOCK);
+        let mut p = in_locktorture();
+        feed(
+            &mut p,
+            "
+            [g-1] [  481.47] torture_spin_lock_write_delay: delay = 0 jiffies.
+            [g-1] qemu-system-x86_64: terminating on signal 15 from pid 98 ()
+            [g-1] @@PV L1.l1 l2-exit g-1 rc=0
+            @@PV L1.l1 step-end l22 rc=0 secs=491.19
+            @@PV L1.l1 done rc=0 uptime=494.01
+        ",
+        );
+        let j = judged(&s, &p, &RunEnd::default());
+        assert!(j.events.is_empty(), "{:?}", j.signatures());
+        assert_eq!(
+            j.unexplained,
+            ["g-1: stopped before its plan finished: L1 ended its QEMU at the l2 step's bound, in step locktorture3"]
+        );
     }
 
     #[test]
