@@ -322,10 +322,11 @@ waitrec() {
 # is accepted in its own thread, a device's interrupt in whatever thread
 # ran, and neither is counted), with their vectors, and its last three
 # wake-ups from a halt ("irqrec" lines; times in L1's trace clock, like
-# waitrec's). A CPU that its guest reports
-# waiting for an IPI, halted, whose last wake-up is older than the last IPI
-# accepted for it, was not woken by L1; one with no such IPI never got it
-# from the sender's side.
+# waitrec's), and the IPIs accepted since its last wake-up: how many, and
+# the first (time, vector, sender). A CPU that its guest reports waiting
+# for an IPI, halted, with an IPI accepted since its last wake-up from
+# about when the wait began, was not run by L1 (not woken, or woken and not
+# scheduled); one with no such IPI never got it from the sender's side.
 irqrec() {
 	ir_map=/tmp/pv-irqrec-$1
 	if ! qmp_py "$PV_QMP_DIR/qmp-$1.sock" threads >"$ir_map" 2>&1 || ! grep -q '^cpu=' "$ir_map"; then
@@ -349,14 +350,16 @@ irqrec() {
 			a = $7
 			if (sprintf("%x", cpu[th]) == a) next
 			ni[a]++; irq[a, ni[a] % 3] = at "/" $9
+			if (ns[a]++ == 0) first[a] = at "/" $9 "/from" cpu[th]
 		} else {
 			v = cpu[th]; nw[v]++; wk[v, nw[v] % 3] = at
+			a = sprintf("%x", v); ns[a] = 0; first[a] = ""
 		}
 	}
 	END {
 		for (th in cpu) {
 			v = cpu[th]; a = sprintf("%x", v)
-			printf "@@PV %s irqrec %s cpu=%d thread=%s ipis=%d last_ipis=%s wakeups=%d last_wakeups=%s trace_until=%s\n", lv, g, v, th, ni[a], last3(irq, a, ni[a]), nw[v], last3(wk, v, nw[v]), last == "" ? "-" : last
+			printf "@@PV %s irqrec %s cpu=%d thread=%s ipis=%d last_ipis=%s wakeups=%d last_wakeups=%s ipis_since_wakeup=%d first_since_wakeup=%s trace_until=%s\n", lv, g, v, th, ni[a], last3(irq, a, ni[a]), nw[v], last3(wk, v, nw[v]), ns[a], first[a] == "" ? "-" : first[a], last == "" ? "-" : last
 		}
 	}' "$ir_map" "$WI/trace"
 	rm -f "$ir_map"

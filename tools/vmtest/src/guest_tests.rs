@@ -352,8 +352,8 @@ fn l1_records_the_ipis_and_wakeups_of_an_l2s_vcpus() {
     assert_eq!(
         got,
         [
-            "@@PV L1.l1 irqrec g-1 cpu=0 thread=113 ipis=4 last_ipis=11.000001/252,12.000001/251,13.000001/251 wakeups=1 last_wakeups=10.100000 trace_until=13.100000",
-            "@@PV L1.l1 irqrec g-1 cpu=1 thread=114 ipis=1 last_ipis=12.000002/251 wakeups=1 last_wakeups=13.100000 trace_until=13.100000",
+            "@@PV L1.l1 irqrec g-1 cpu=0 thread=113 ipis=4 last_ipis=11.000001/252,12.000001/251,13.000001/251 wakeups=1 last_wakeups=10.100000 ipis_since_wakeup=3 first_since_wakeup=11.000001/252/from1 trace_until=13.100000",
+            "@@PV L1.l1 irqrec g-1 cpu=1 thread=114 ipis=1 last_ipis=12.000002/251 wakeups=1 last_wakeups=13.100000 ipis_since_wakeup=0 first_since_wakeup=- trace_until=13.100000",
             "rc=0",
         ],
         "{out}"
