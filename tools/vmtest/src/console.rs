@@ -166,7 +166,9 @@ pub struct Node {
     /// RCU stall, soft lockup), from the console.
     pub problems: Vec<String>,
     /// Reports of CPUs that answered no NMI (a backtrace request, from the
-    /// RCU stall detector or `csdlock_debug`): those vCPUs did not run.
+    /// RCU stall detector or `csdlock_debug`), or answered it late
+    /// ([`NMI_LATE_SECS`]) outside the project's code: those vCPUs did not
+    /// run.
     pub nmi_silent: Vec<String>,
     /// The probe of the kernel when it went silent.
     pub nmi: NmiProbe,
@@ -238,6 +240,11 @@ pub struct Node {
     /// goes to `nmi_silent`.
     #[serde(skip)]
     pub nmi_pending: Vec<(u32, f64)>,
+    /// Parser state: the CPU whose backtrace NMI came late (see
+    /// [`NMI_LATE_SECS`]), with the kernel time it was sent and how late,
+    /// until its `RIP:` line says where it was.
+    #[serde(skip)]
+    pub nmi_late: Option<(u32, f64, f64)>,
     /// The register dumps' `RIP:` lines (oopses, NMI backtraces).
     #[serde(skip)]
     pub rips: Vec<String>,
@@ -413,6 +420,12 @@ pub fn cpu_list(s: &str) -> Vec<u32> {
     }
     v
 }
+
+/// A backtrace NMI answered this long after it was sent (kernel time)
+/// was late: an NMI reaches a halted or spinning vCPU at once, so L1 did
+/// not run that one for as long (seen: 5.5 s, a CPU halted in the idle
+/// loop while another waited for its IPI, CI 2026-12-04).
+pub const NMI_LATE_SECS: f64 = 5.0;
 
 fn nmi_sent_re() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
@@ -738,6 +751,15 @@ impl Parsed {
             }
             if let Some(cpu) = n.nmi_bt_cpu.take() {
                 n.nmi_rips.push((seq, cpu, f.to_string()));
+                // Answered late, outside the project's code: that vCPU
+                // was not run for as long, like one that never answers.
+                if let Some((late, at, after)) = n.nmi_late.take() {
+                    if late == cpu && !crate::platform::project_frame(f) {
+                        n.nmi_silent.push(format!(
+                            "CPU {cpu} answered the backtrace NMI sent at {at:.1} s only {after:.1} s later, at {f}"
+                        ));
+                    }
+                }
             }
         } else if let Some(f) = frame_of(text) {
             if crate::platform::project_frame(f) {
@@ -769,6 +791,11 @@ impl Parsed {
                 }
             } else if let Some(c) = nmi_backtrace_re().captures(text) {
                 if let Ok(cpu) = c[1].parse::<u32>() {
+                    n.nmi_late = n
+                        .nmi_pending
+                        .iter()
+                        .find(|&&(p, at)| p == cpu && t - at >= NMI_LATE_SECS)
+                        .map(|&(_, at)| (cpu, at, t - at));
                     n.nmi_pending.retain(|&(p, _)| p != cpu);
                     n.nmi_bt_cpu = Some(cpu);
                 }

@@ -810,6 +810,20 @@ pub fn events(s: &Scenario, p: &Parsed, end: &RunEnd) -> Vec<Event> {
         if stalled == Some(name.as_str()) {
             v.extend(silent_kernel(&name, n));
         }
+        // A vCPU that L1 did not run makes problem reports that stay in
+        // the log whether or not the guest got over it and finished.
+        if vcpu_stopped_running(n) {
+            v.push(Event {
+                kernel: name.clone(),
+                signature: Signature::VcpuNotRun,
+                why: format!(
+                    "{name}: RCU stall or IPI wait with a vCPU that answered no NMI for 10 s, or answered it 5 s late outside the project's code, so L1 did not run it (nested TCG); {}",
+                    n.nmi_silent[0].trim()
+                ),
+                since: n.problem_at.first().map(|p| p.0).unwrap_or(n.last_seq),
+                problems: true,
+            });
+        }
         if n.done {
             continue;
         }
@@ -834,18 +848,6 @@ pub fn events(s: &Scenario, p: &Parsed, end: &RunEnd) -> Vec<Event> {
             });
         }
         v.extend(crash_signature(&name, n));
-        if vcpu_stopped_running(n) {
-            v.push(Event {
-                kernel: name.clone(),
-                signature: Signature::VcpuNotRun,
-                why: format!(
-                    "{name}: RCU stall or IPI wait with a vCPU that answered no NMI for 10 s, so L1 did not run it (nested TCG); {}",
-                    n.nmi_silent[0].trim()
-                ),
-                since: n.problem_at.first().map(|p| p.0).unwrap_or(n.last_seq),
-                problems: true,
-            });
-        }
         // (Not when QEMU said a signal ended it: L1 stopped it at its
         // step's bound, and QEMU exits with 0 then too.)
         if n.problems.is_empty() && n.exit_rc == Some(0) && n.killed.is_none() {
@@ -1494,6 +1496,52 @@ steps = [
         let j = judged(&s, &q, &RunEnd::default());
         assert!(!j.platform());
         assert!(j.unexplained[0].contains("WARNING"), "{:?}", j.unexplained);
+    }
+
+    #[test]
+    fn a_late_nmi_answer_from_the_idle_loop_is_a_vcpu_not_run() {
+        // pvlock-loadloop in CI, 2026-12-04: CPU 2 (loading guest_pvlock)
+        // waited 5 s for an IPI to CPU 0, halted in the idle loop, which
+        // answered the backtrace NMI 5.5 s after it was sent.
+        let s = scenario(PVLOCK);
+        let report = |answered: &str, rip: &str| {
+            let mut q = in_locktorture();
+            feed(
+                &mut q,
+                &format!(
+                    "
+                [g-1] [   28.291997] smp: csd: Detected non-responsive CSD lock (#1) on CPU#2, waiting 5000000118 ns for CPU#00 do_sync_core+0x0/0x30(0x0).
+                [g-1] [   28.293537] smp: \tcsd: CSD lock (#1) unresponsive.
+                [g-1] [   28.293760] Sending NMI from CPU 2 to CPUs 0:
+                [g-1] [   28.381564] torture_spin_lock_write_delay: delay = 0 jiffies.
+                [g-1] [   {answered}] NMI backtrace for cpu 0
+                [g-1] [   {answered}] CPU: 0 UID: 0 PID: 0 Comm: swapper/0 Tainted: G           O        7.3.4 #2 PREEMPTLAZY
+                [g-1] [   {answered}] RIP: 0010:{rip}
+                [g-1] [   {answered}] Call Trace:
+                [g-1] [   {answered}]  <TASK>
+                [g-1] [   {answered}]  ? default_idle+0x9/0x10
+                [g-1] [   {answered}]  </TASK>
+                [g-1] [   34.923111] smp: csd: Re-sending CSD lock (#1) IPI from CPU#02 to CPU#00
+                [g-1] [   34.940855] smp: csd: CSD lock (#1) got unstuck on CPU#02, CPU#00 released the lock.
+                [g-1] @@PV L2.g-1 lt [  141.20] Writes:  Total: 7527856  Max/Min: 1972719/1828955   Fail: 0
+                [g-1] @@PV L2.g-1 lt [  141.21] spin_lock_irq-torture:--- End of test: SUCCESS: acq_writer_lim=0
+                [g-1] @@PV L2.g-1 locktorture type=spin_lock_irq writers=8 secs=130.02
+                [g-1] @@PV L2.g-1 step-end locktorture3 rc=0 secs=131.10
+                [g-1] @@PV L2.g-1 done rc=0 uptime=140
+                [g-1] @@PV L1.l1 l2-exit g-1 rc=0
+                @@PV L1.l1 step-end l22 rc=0 secs=150.62
+                @@PV L1.l1 done rc=0 uptime=152.56
+            "
+                ),
+            );
+            judged(&s, &q, &RunEnd::default())
+        };
+        let j = report("33.826574", "pv_native_safe_halt+0x16/0x20");
+        assert_eq!(signatures(&j), ["vcpu-not-run"]);
+        // Answered at once: its stack decides, and it is a failure.
+        assert!(!report("28.326574", "pv_native_safe_halt+0x16/0x20").platform());
+        // Late, but in the project's lock wait: a failure.
+        assert!(!report("33.826574", "rust_helper_pvlock_kvm_wait+0x10/0x20").platform());
     }
 
     #[test]
