@@ -92,12 +92,13 @@ def interval(xs):
 
 
 def paired(variants, rounds, title):
-    refs = [v for v in ("upstream", "default") if v in variants] or variants[:1]
+    """Every two variants, each against the one before it in the order
+    upstream, default, then as given."""
+    order = [v for v in ("upstream", "default") if v in variants]
+    order += [v for v in variants if v not in order]
     print("%s (%d rounds):" % (title, len(rounds)))
-    for ref in refs:
-        for v in variants:
-            if v == ref or (ref != refs[0] and v in refs):
-                continue
+    for i, ref in enumerate(order):
+        for v in order[i + 1:]:
             xs = sorted(r[v] / r[ref] for r in rounds if r.get(v) and r.get(ref))
             if not xs:
                 continue
