@@ -8,11 +8,6 @@ use super::*;
 use std::sync::atomic::AtomicU64 as StdU64;
 use std::time::Duration;
 
-/// However the threads below happen to be scheduled, one release takes the
-/// slow path: CPU 1 waits for the lock CPU 0 holds, and CPU 0 releases it
-/// only once the waiter has marked it slow. (On a loaded machine the
-/// threads of a run can take turns without ever meeting on the lock; the
-/// tests that count kicks need at least one.)
 /// Returns once a waiter has marked `word` slow (panics after 60 s).
 fn wait_for_slow_mark(word: &ModelLock) {
     let t = std::time::Instant::now();
@@ -25,6 +20,11 @@ fn wait_for_slow_mark(word: &ModelLock) {
     }
 }
 
+/// However the threads of `hammer` happen to be scheduled, one release takes the
+/// slow path: CPU 1 waits for the lock CPU 0 holds, and CPU 0 releases it
+/// only once the waiter has marked it slow. (On a loaded machine the
+/// threads of a run can take turns without ever meeting on the lock; the
+/// tests that count kicks need at least one.)
 fn slow_release(hv: &Hypervisor, l: &algo::PvLock, word: &ModelLock) {
     let holder = Cpu::new(hv, 0);
     lock(l, &holder, word);

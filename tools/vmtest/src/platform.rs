@@ -753,10 +753,6 @@ pub fn events(s: &Scenario, p: &Parsed, end: &RunEnd) -> Vec<Event> {
         }
         if !l1.done {
             v.extend(crash_signature("l1", l1));
-            // QEMU ends with status 0 on a reset (-no-reboot): L1 reset
-            // itself with no oops, panic or warning first, i.e. a triple
-            // fault that no kernel code reported (oops=panic makes every
-            // kernel fault loud).
             // RCU stall reports from L1 before its init ran: no guest, no
             // host_kvm, nothing of the project had run in it (the KVM
             // patches act for guests only), so its vCPUs starved under TCG
@@ -772,6 +768,10 @@ pub fn events(s: &Scenario, p: &Parsed, end: &RunEnd) -> Vec<Event> {
                     problems: true,
                 });
             }
+            // QEMU ends with status 0 on a reset (-no-reboot): L1 reset
+            // itself with no oops, panic or warning first, i.e. a triple
+            // fault that no kernel code reported (oops=panic makes every
+            // kernel fault loud).
             if l1.booted && l1.problems.is_empty() && end.qemu_status == Some(0) {
                 v.push(Event {
                     kernel: "l1".into(),
@@ -817,7 +817,8 @@ pub fn events(s: &Scenario, p: &Parsed, end: &RunEnd) -> Vec<Event> {
                 kernel: name.clone(),
                 signature: Signature::VcpuNotRun,
                 why: format!(
-                    "{name}: RCU stall or IPI wait with a vCPU that answered no NMI for 10 s, or answered it 5 s late outside the project's code, so L1 did not run it (nested TCG); {}",
+                    "{name}: RCU stall or IPI wait with a vCPU that answered no NMI for 10 s, or answered it {} s late outside the project's code, so L1 did not run it (nested TCG); {}",
+                    crate::console::NMI_LATE_SECS,
                     n.nmi_silent[0].trim()
                 ),
                 since: n.problem_at.first().map(|p| p.0).unwrap_or(n.last_seq),
