@@ -365,6 +365,66 @@ irqrec() {
 	rm -f "$ir_map"
 }
 
+# --- the run-queue record -----------------------------------------------------
+# l2_runq NAME: while L2 NAME's QEMU runs, every PV_RUNQ_EVERY seconds, how
+# long each of its vCPU threads (from QEMU's query-cpus-fast) has waited on
+# L1's run queues, runnable but not run: run_delay, the second field of
+# /proc/TID/schedstat, which the scheduler adds to when the thread gets a
+# CPU. A growth of at least PV_RUNQ_REPORT seconds since the last sample is
+# marked ("runq" lines: waited=S seconds in all in the within=S seconds
+# since the last sample, so one stretch of at least waited - within seconds
+# ended in them). A vCPU halted in a lock wait (or in HLT) sleeps, which
+# is not counted: only one that L1 could run and did not. The harness
+# tells by it a vCPU that answered an NMI late because L1 did not run it
+# from one that the host half kept halted (tools/vmtest/src/platform.rs).
+PV_RUNQ_EVERY=${PV_RUNQ_EVERY:-1}
+PV_RUNQ_REPORT=${PV_RUNQ_REPORT:-2}
+PV_PROC=${PV_PROC:-/proc}
+l2_runq() {
+	rq_map=/tmp/pv-runq-$1
+	i=0
+	# QMP answers once QEMU has set the machine up.
+	until qmp_py "$PV_QMP_DIR/qmp-$1.sock" threads >"$rq_map" 2>&1 && grep -q '^cpu=' "$rq_map"; do
+		i=$((i + 1))
+		if [ $i -ge 30 ]; then
+			mark runq-off "$1 error=[$(tr '\n' ' ' <"$rq_map")]"
+			rm -f "$rq_map"
+			return 0
+		fi
+		sleep 1
+	done
+	# Ends when none of the threads is left.
+	awk -v lv="$LV" -v g="$1" -v every="$PV_RUNQ_EVERY" -v report="$PV_RUNQ_REPORT" -v proc="$PV_PROC" '
+	function now(  f, l, a) { f = proc "/uptime"; l = ""; getline l <f; close(f); split(l, a, " "); return a[1] + 0 }
+	function delay(th,  f, l, a, r) {
+		f = proc "/" th "/schedstat"; l = ""
+		r = (getline l <f); close(f)
+		if (r <= 0) return -1
+		split(l, a, " "); return a[2] / 1e9
+	}
+	{ split($1, c, "="); split($2, t, "="); cpu[t[2]] = c[2] }
+	END {
+		for (th in cpu) prev[th] = delay(th)
+		t0 = now()
+		for (;;) {
+			system("sleep " every)
+			t = now(); alive = 0
+			for (th in cpu) {
+				d = delay(th)
+				if (d < 0) continue
+				alive = 1
+				if (prev[th] >= 0 && d - prev[th] >= report)
+					printf "@@PV %s runq %s cpu=%d thread=%s waited=%.2f within=%.2f\n", lv, g, cpu[th], th, d - prev[th], t - t0
+				prev[th] = d
+			}
+			fflush()
+			if (!alive) break
+			t0 = t
+		}
+	}' "$rq_map"
+	rm -f "$rq_map"
+}
+
 # --- silent L2s ---------------------------------------------------------------
 # L1 asks an L2 that says nothing (its heartbeat included) for PV_NMI_AFTER
 # seconds why, once per silence, through the QMP socket of the L2's QEMU:
@@ -522,6 +582,8 @@ l2() {
 			(
 				l2_watch "$name" "$seen" &
 				w=$!
+				l2_runq "$name" &
+				rq=$!
 				(
 					# shellcheck disable=SC2086 # $qx: the group's extra QEMU arguments
 					# shellcheck disable=SC2086 # $aff: empty, or taskset and its CPU list
@@ -534,7 +596,7 @@ l2() {
 					echo "@@PV $LV l2-exit $name rc=$?"
 				) | l2_relay "$name" "$seen"
 				: >"$seen.done"
-				kill "$w" 2>/dev/null
+				kill "$w" "$rq" 2>/dev/null
 				rm -f "$seen"
 			) &
 			i=$((i + 1))

@@ -128,6 +128,39 @@ pub struct NmiProbe {
 }
 
 /// One kernel (L1 or an L2 instance).
+/// A backtrace NMI that a vCPU answered late, in the project's code.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LateNmi {
+    /// Console sequence number of the request (`Sending NMI from ...`).
+    pub sent_seq: u64,
+    pub cpu: u32,
+    /// Kernel time of the request, and how many seconds later the answer
+    /// came.
+    pub sent_at: f64,
+    pub late: f64,
+    /// The function at the answer's RIP.
+    pub rip: String,
+}
+
+/// One `runq` line of L1 (`l2_runq` in the guest library): vCPU `cpu` of
+/// an L2 waited `waited` seconds, in all, on L1's run queues (runnable, not
+/// run) in the `within` seconds since the sample before; so one stretch of
+/// at least `waited - within` seconds ended in that time.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RunqWait {
+    pub seq: u64,
+    pub cpu: u32,
+    pub waited: f64,
+    pub within: f64,
+}
+
+impl RunqWait {
+    /// The shortest the longest stretch can be.
+    pub fn stretch(&self) -> f64 {
+        (self.waited - self.within).max(0.0)
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Node {
     pub level: u32,
@@ -190,6 +223,15 @@ pub struct Node {
     pub nmi_rips: Vec<(u64, u32, String)>,
     /// Soft lockup reports: sequence number, the CPU stuck.
     pub soft_lockups: Vec<(u64, u32)>,
+    /// Backtrace NMIs answered late ([`NMI_LATE_SECS`]) in the project's
+    /// code: not evidence on their own (the project's lock wait could be
+    /// what kept the vCPU), only with L1's run-queue record of that vCPU
+    /// ([`Node::runq`], judged in [`crate::platform`]).
+    pub nmi_late_in_project: Vec<LateNmi>,
+    /// L1's run-queue record of this guest's vCPU threads (`runq` lines of
+    /// `l2_runq`): stretches in which L1 kept a vCPU runnable but did not
+    /// run it.
+    pub runq: Vec<RunqWait>,
     /// Sequence numbers of stack frames and `RIP:` lines in the project's
     /// code.
     pub project_frames: Vec<u64>,
@@ -239,12 +281,13 @@ pub struct Node {
     /// CPU and the kernel time of the request. One unanswered 10 s later
     /// goes to `nmi_silent`.
     #[serde(skip)]
-    pub nmi_pending: Vec<(u32, f64)>,
+    pub nmi_pending: Vec<(u32, f64, u64)>,
     /// Parser state: the CPU whose backtrace NMI came late (see
-    /// [`NMI_LATE_SECS`]), with the kernel time it was sent and how late,
-    /// until its `RIP:` line says where it was.
+    /// [`NMI_LATE_SECS`]), with the kernel time it was sent, how late, and
+    /// the console sequence number of the request, until its `RIP:` line
+    /// says where it was.
     #[serde(skip)]
-    pub nmi_late: Option<(u32, f64, f64)>,
+    pub nmi_late: Option<(u32, f64, f64, u64)>,
     /// The register dumps' `RIP:` lines (oopses, NMI backtraces).
     #[serde(skip)]
     pub rips: Vec<String>,
@@ -753,11 +796,21 @@ impl Parsed {
                 n.nmi_rips.push((seq, cpu, f.to_string()));
                 // Answered late, outside the project's code: that vCPU
                 // was not run for as long, like one that never answers.
-                if let Some((late, at, after)) = n.nmi_late.take() {
-                    if late == cpu && !crate::platform::project_frame(f) {
+                // In the project's code, it is evidence only with L1's
+                // record of that vCPU (judged in crate::platform).
+                if let Some((_, at, after, sent_seq)) = n.nmi_late.take().filter(|l| l.0 == cpu) {
+                    if !crate::platform::project_frame(f) {
                         n.nmi_silent.push(format!(
                             "CPU {cpu} answered the backtrace NMI sent at {at:.1} s only {after:.1} s later, at {f}"
                         ));
+                    } else {
+                        n.nmi_late_in_project.push(LateNmi {
+                            sent_seq,
+                            cpu,
+                            sent_at: at,
+                            late: after,
+                            rip: f.to_string(),
+                        });
                     }
                 }
             }
@@ -778,8 +831,8 @@ impl Parsed {
         }
         if let Some(t) = timestamp(text) {
             let (late, pending): (Vec<_>, Vec<_>) =
-                n.nmi_pending.iter().partition(|&&(_, at)| t - at > 10.0);
-            for (cpu, at) in late {
+                n.nmi_pending.iter().partition(|&&(_, at, _)| t - at > 10.0);
+            for (cpu, at, _) in late {
                 n.nmi_silent.push(format!(
                     "CPU {cpu} did not answer the backtrace NMI sent at {at:.1} s within 10 s"
                 ));
@@ -787,16 +840,16 @@ impl Parsed {
             n.nmi_pending = pending;
             if let Some(c) = nmi_sent_re().captures(text) {
                 for cpu in c[1].split(',').filter_map(|c| c.trim().parse().ok()) {
-                    n.nmi_pending.push((cpu, t));
+                    n.nmi_pending.push((cpu, t, seq));
                 }
             } else if let Some(c) = nmi_backtrace_re().captures(text) {
                 if let Ok(cpu) = c[1].parse::<u32>() {
                     n.nmi_late = n
                         .nmi_pending
                         .iter()
-                        .find(|&&(p, at)| p == cpu && t - at >= NMI_LATE_SECS)
-                        .map(|&(_, at)| (cpu, at, t - at));
-                    n.nmi_pending.retain(|&(p, _)| p != cpu);
+                        .find(|&&(p, at, _)| p == cpu && t - at >= NMI_LATE_SECS)
+                        .map(|&(_, at, sent)| (cpu, at, t - at, sent));
+                    n.nmi_pending.retain(|&(p, _, _)| p != cpu);
                     n.nmi_bt_cpu = Some(cpu);
                 }
             }
@@ -873,6 +926,26 @@ impl Parsed {
                 n.regs_failed = Some(rest.to_string());
             } else if let Some(r) = VcpuRegs::parse(rest, &n.modmap, symbols.as_deref()) {
                 n.regs.push(r);
+            }
+            return;
+        }
+        // L1's run-queue record of an L2's vCPU threads (l2_runq).
+        if event == "runq" {
+            let (kernel, rest) = data.split_once(' ').unwrap_or((&data, ""));
+            let m = kv(rest);
+            let num = |k: &str| m.get(k).and_then(|v| v.parse::<f64>().ok());
+            let seq = self.seq;
+            if let (Some(cpu), Some(waited), Some(within)) = (
+                m.get("cpu").and_then(|v| v.parse().ok()),
+                num("waited"),
+                num("within"),
+            ) {
+                self.node(kernel).runq.push(RunqWait {
+                    seq,
+                    cpu,
+                    waited,
+                    within,
+                });
             }
             return;
         }

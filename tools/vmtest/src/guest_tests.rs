@@ -369,3 +369,61 @@ fn l1_records_the_ipis_and_wakeups_of_an_l2s_vcpus() {
     assert!(out.starts_with("@@PV L1.l1 irqrec g-2 error=["), "{out}");
     assert_eq!(lines(&out).len(), 1, "{out}");
 }
+
+#[test]
+fn l1_records_how_long_an_l2s_vcpus_waited_on_its_run_queues() {
+    if !have_python3() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A /proc of two vCPU threads (those of the fake QEMU: 113 and 114),
+    // and a `sleep` that moves it on, one step per sample: first thread
+    // 113 waits 0.5 s on the run queue and 114 4 s in one second; then
+    // 114 waits 2 s more in 3 s; then both threads are gone.
+    let p = d.join("proc");
+    for t in ["113", "114"] {
+        std::fs::create_dir_all(p.join(t)).unwrap();
+    }
+    let w = |f: &str, s: &str| std::fs::write(p.join(f), s).unwrap();
+    w("uptime", "10.00 3.00\n");
+    w("113/schedstat", "500 1000000000 7\n");
+    w("114/schedstat", "500 2000000000 7\n");
+    let steps = format!(
+        "#!/bin/sh\n\
+         n=$(cat {p}/n 2>/dev/null || echo 0); echo $((n + 1)) >{p}/n\n\
+         case $n in\n\
+         0) echo '11.00 3.00' >{p}/uptime; echo '600 1500000000 8' >{p}/113/schedstat; echo '600 6000000000 8' >{p}/114/schedstat ;;\n\
+         1) echo '14.00 3.00' >{p}/uptime; echo '700 8000000000 9' >{p}/114/schedstat ;;\n\
+         *) rm -r {p}/113 {p}/114 ;;\n\
+         esac\n",
+        p = p.display()
+    );
+    let sleep = d.join("sleep");
+    std::fs::write(&sleep, steps).unwrap();
+    std::fs::set_permissions(&sleep, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let env = [
+        ("PV_QMP_DIR", d.to_str().unwrap()),
+        ("PV_PROC", p.to_str().unwrap()),
+    ];
+    let chroot = "chroot() { shift; \"$@\"; }\n";
+    let server = fake_qemu(&d.join("qmp-g-1.sock"), false);
+    let Some((_, out)) = sh(&format!("{chroot}l2_runq g-1; echo rc=$?"), d, &env) else {
+        return;
+    };
+    // Reported: 4 s in 1 s and 2 s in 3 s (the default threshold is 2 s);
+    // not: 0.5 s.
+    assert_eq!(
+        lines(&out),
+        [
+            "@@PV L1.l1 runq g-1 cpu=1 thread=114 waited=4.00 within=1.00",
+            "@@PV L1.l1 runq g-1 cpu=1 thread=114 waited=2.00 within=3.00",
+            "rc=0"
+        ],
+        "{out}"
+    );
+    assert_eq!(
+        server.join().unwrap(),
+        ["qmp_capabilities", "query-cpus-fast"]
+    );
+}

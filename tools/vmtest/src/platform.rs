@@ -278,7 +278,7 @@ fn idle_jump_to_zero<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) ->
 /// `CPU 2 did not answer the backtrace NMI ...`.
 fn silent_cpus(n: &Node) -> Vec<u32> {
     let mut v = Vec::new();
-    for l in &n.nmi_silent {
+    for l in not_run_reports(n) {
         if let Some((_, list)) = l.split_once("responded to the NMI:") {
             v.extend(crate::console::cpu_list(list));
         } else if let Some(cpu) = l
@@ -289,6 +289,55 @@ fn silent_cpus(n: &Node) -> Vec<u32> {
             v.push(cpu);
         }
     }
+    v
+}
+
+/// How much of a late NMI answer L1's run-queue record may leave
+/// unexplained (seconds): the record's sampling and the wake-up itself.
+/// Less than the host's bound on a lock wait (`max_wait_ms`, 1 s by
+/// default), so a wait that the host half kept halted is never covered.
+pub const RUNQ_SLACK_SECS: f64 = 1.0;
+
+/// Backtrace NMIs answered late in the project's code (most often its lock
+/// wait, halted in the host with interrupts off) that L1's run-queue
+/// record explains: the first `runq` record of that vCPU after the request
+/// shows one stretch, runnable on L1's run queue and not run, that covers
+/// all of the delay but [`RUNQ_SLACK_SECS`]. A vCPU halted in a lock wait
+/// sleeps in L1 and is not counted there: an NMI makes it runnable at once
+/// (KVM's halt ends on it), and once it runs it takes the NMI at its first
+/// guest instruction. So only a vCPU that L1 could run and did not answers
+/// that late; one that the host half kept halted despite the NMI shows no
+/// such stretch and stays a failure.
+fn late_answers_not_run(n: &Node) -> Vec<String> {
+    n.nmi_late_in_project
+        .iter()
+        .filter_map(|l| {
+            let r = n
+                .runq
+                .iter()
+                .find(|r| r.cpu == l.cpu && r.seq > l.sent_seq)?;
+            (r.stretch() >= l.late - RUNQ_SLACK_SECS).then(|| {
+                format!(
+                    "CPU {} answered the backtrace NMI sent at {:.1} s only {:.1} s later, in the project's code ({}), and L1 had kept its thread runnable without running it for at least {:.1} s of that (runq: waited {:.2} s within {:.2} s)",
+                    l.cpu,
+                    l.sent_at,
+                    l.late,
+                    l.rip,
+                    r.stretch(),
+                    r.waited,
+                    r.within
+                )
+            })
+        })
+        .collect()
+}
+
+/// The reports of vCPUs that L1 did not run: NMIs not answered, or
+/// answered late outside the project's code, or late in it as
+/// [`late_answers_not_run`] says.
+fn not_run_reports(n: &Node) -> Vec<String> {
+    let mut v = n.nmi_silent.clone();
+    v.extend(late_answers_not_run(n));
     v
 }
 
@@ -329,7 +378,7 @@ fn vcpu_stopped_running(n: &Node) -> bool {
     let lockups_explained = soft_lockups_wait_for_silent(n);
     let silent = silent_cpus(n);
     let waits_for_silent = n.csd_waits.iter().any(|&(_, _, t)| silent.contains(&t));
-    !n.nmi_silent.is_empty()
+    !silent.is_empty()
         && (n.problems.iter().any(|l| l.contains("rcu: INFO")) || waits_for_silent)
         && !n.problems.iter().any(|l| {
             REAL.iter().any(|k| l.contains(k))
@@ -817,9 +866,9 @@ pub fn events(s: &Scenario, p: &Parsed, end: &RunEnd) -> Vec<Event> {
                 kernel: name.clone(),
                 signature: Signature::VcpuNotRun,
                 why: format!(
-                    "{name}: RCU stall or IPI wait with a vCPU that answered no NMI for 10 s, or answered it {} s late outside the project's code, so L1 did not run it (nested TCG); {}",
+                    "{name}: RCU stall or IPI wait with a vCPU that answered no NMI for 10 s, or answered it {} s late outside the project's code or while L1 kept it off its CPUs, so L1 did not run it (nested TCG); {}",
                     crate::console::NMI_LATE_SECS,
-                    n.nmi_silent[0].trim()
+                    not_run_reports(n)[0].trim()
                 ),
                 since: n.problem_at.first().map(|p| p.0).unwrap_or(n.last_seq),
                 problems: true,
@@ -1543,6 +1592,71 @@ steps = [
         assert!(!report("28.326574", "pv_native_safe_halt+0x16/0x20").platform());
         // Late, but in the project's lock wait: a failure.
         assert!(!report("33.826574", "rust_helper_pvlock_kvm_wait+0x10/0x20").platform());
+    }
+
+    #[test]
+    fn a_late_nmi_answer_in_a_lock_wait_needs_l1s_run_queue_record() {
+        // pvlock-hlt-in-guest in CI, 2026-12-04: CPU 0 waited 5 s for an
+        // IPI to CPU 1, which sat in guest_pvlock's lock wait with
+        // interrupts off (spin_lock_irq) and answered the backtrace NMI
+        // 6.7 s after it was sent, in that wait. Alone that is a failure
+        // (the host half could have kept it halted); with L1's record of
+        // a stretch on its run queue that covers the delay, L1 did not run
+        // it.
+        let s = scenario(PVLOCK);
+        let report = |before: &str, after: &str| {
+            let mut q = in_locktorture();
+            feed(
+                &mut q,
+                &format!(
+                    "
+                {before}
+                [g-1] [   19.937597] smp: csd: Detected non-responsive CSD lock (#1) on CPU#0, waiting 5000000049 ns for CPU#01 do_flush_tlb_all+0x0/0x10(0x0).
+                [g-1] [   19.937800] smp: \tcsd: CSD lock (#1) unresponsive.
+                [g-1] [   19.938000] Sending NMI from CPU 0 to CPUs 1:
+                {after}
+                [g-1] [   26.684900] NMI backtrace for cpu 1
+                [g-1] [   26.684972] CPU: 1 UID: 0 PID: 153 Comm: lock_torture_wr Tainted: G           O        7.3.4 #2 PREEMPTLAZY
+                [g-1] [   26.686536] RIP: 0010:rust_helper_pvlock_kvm_wait+0x1d/0x20
+                [g-1] [   26.686600] Call Trace:
+                [g-1] [   26.686700]  <TASK>
+                [g-1] [   26.686800]  ? _raw_spin_lock_irqsave+0x29/0x40
+                [g-1] [   26.686900]  </TASK>
+                [g-1] [   26.731367] CPU: 0 UID: 0 PID: 9 Comm: kworker/0:1 Tainted: G           O        7.3.4 #2 PREEMPTLAZY
+                [g-1] [   26.740000] smp: csd: CSD lock (#1) got unstuck on CPU#00, CPU#01 released the lock.
+                [g-1] @@PV L2.g-1 lt [   29.874869] Writes:  Total: 1743543  Max/Min: 488103/69027 ???  Fail: 0
+                [g-1] @@PV L2.g-1 lt [   29.875126] spin_lock_irq-torture:--- End of test: SUCCESS: acq_writer_lim=0
+                [g-1] @@PV L2.g-1 locktorture type=spin_lock_irq writers=8 secs=17.54
+                [g-1] @@PV L2.g-1 step-end locktorture3 rc=0 secs=23.10
+                [g-1] @@PV L2.g-1 done rc=0 uptime=31
+                [g-1] @@PV L1.l1 l2-exit g-1 rc=0
+                @@PV L1.l1 step-end l22 rc=0 secs=40.62
+                @@PV L1.l1 done rc=0 uptime=52.56
+            "
+                ),
+            )
+            ;
+            judged(&s, &q, &RunEnd::default())
+        };
+        let runq = |cpu: u32, waited: f64| {
+            format!("@@PV L1.l1 runq g-1 cpu={cpu} thread=1402 waited={waited:.2} within=1.01")
+        };
+        // A stretch of at least 6.9 - 1.01 s: all but 0.85 s of the 6.75 s.
+        let j = report("", &runq(1, 6.9));
+        assert_eq!(signatures(&j), ["vcpu-not-run"]);
+        assert!(
+            j.events[0]
+                .why
+                .contains("runq: waited 6.90 s within 1.01 s"),
+            "{:?}",
+            j.events
+        );
+        // No record, a stretch too short for the delay, another vCPU's, or
+        // one from before the request: a failure.
+        assert!(!report("", "").platform());
+        assert!(!report("", &runq(1, 6.5)).platform());
+        assert!(!report("", &runq(2, 6.9)).platform());
+        assert!(!report(&runq(1, 6.9), "").platform());
     }
 
     #[test]
