@@ -404,7 +404,8 @@ l2_runq() {
 	}
 	{ split($1, c, "="); split($2, t, "="); cpu[t[2]] = c[2] }
 	END {
-		for (th in cpu) prev[th] = delay(th)
+		for (th in cpu) { prev[th] = delay(th); n++ }
+		printf "@@PV %s runq-on %s threads=%d\n", lv, g, n
 		t0 = now()
 		for (;;) {
 			system("sleep " every)

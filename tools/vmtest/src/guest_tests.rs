@@ -416,6 +416,7 @@ fn l1_records_how_long_an_l2s_vcpus_waited_on_its_run_queues() {
     assert_eq!(
         lines(&out),
         [
+            "@@PV L1.l1 runq-on g-1 threads=2",
             "@@PV L1.l1 runq g-1 cpu=1 thread=114 waited=4.00 within=1.00",
             "@@PV L1.l1 runq g-1 cpu=1 thread=114 waited=2.00 within=3.00",
             "rc=0"
