@@ -127,7 +127,6 @@ pub struct NmiProbe {
     pub at_last: CodeState,
 }
 
-/// One kernel (L1 or an L2 instance).
 /// A backtrace NMI that a vCPU answered late, in the project's code.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct LateNmi {
@@ -161,6 +160,7 @@ impl RunqWait {
     }
 }
 
+/// One kernel (L1 or an L2 instance).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Node {
     pub level: u32,

@@ -294,8 +294,9 @@ fn silent_cpus(n: &Node) -> Vec<u32> {
 
 /// How much of a late NMI answer L1's run-queue record may leave
 /// unexplained (seconds): the record's sampling and the wake-up itself.
-/// Less than the host's bound on a lock wait (`max_wait_ms`, 1 s by
-/// default), so a wait that the host half kept halted is never covered.
+/// So at most that much of the delay can have been the vCPU kept halted
+/// by the host half despite the NMI, and no more than host_kvm's own
+/// bound on a lock wait (`max_wait_ms`, 1 s by default) allows anyway.
 pub const RUNQ_SLACK_SECS: f64 = 1.0;
 
 /// Backtrace NMIs answered late in the project's code (most often its lock
