@@ -342,6 +342,38 @@ fn not_run_reports(n: &Node) -> Vec<String> {
     v
 }
 
+/// What L1's run-queue record says of `cpus` (for the record of a
+/// `vcpu-not-run` verdict): each one's longest stretch runnable and not
+/// run, or that it has none. A vCPU that answered no NMI, or answered late
+/// outside the project's code, with no stretch was not run because L1's
+/// own vCPU was not (by QEMU), or it stayed halted in L1.
+fn runq_note(n: &Node, cpus: &[u32]) -> String {
+    let mut seen: Vec<u32> = Vec::new();
+    let parts: Vec<String> = cpus
+        .iter()
+        .filter(|c| {
+            let new = !seen.contains(c);
+            seen.push(**c);
+            new
+        })
+        .map(|&c| {
+            let longest = n
+                .runq
+                .iter()
+                .filter(|r| r.cpu == c)
+                .map(|r| r.stretch())
+                .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.max(s))));
+            match longest {
+                Some(s) => {
+                    format!("vCPU {c} waited on its run queue for at least {s:.1} s in one stretch")
+                }
+                None => format!("vCPU {c} never waited on its run queue for 2 s in one stretch"),
+            }
+        })
+        .collect();
+    format!("L1's run-queue record: {}", parts.join(", "))
+}
+
 /// Every soft lockup the kernel reported is of a CPU that it also reported
 /// waiting for an IPI from a CPU that answered no NMI (`csd: ... on CPU#2,
 /// waiting ... for CPU#00`): each spins in `csd_lock_wait()` because that
@@ -867,9 +899,10 @@ pub fn events(s: &Scenario, p: &Parsed, end: &RunEnd) -> Vec<Event> {
                 kernel: name.clone(),
                 signature: Signature::VcpuNotRun,
                 why: format!(
-                    "{name}: RCU stall or IPI wait with a vCPU that answered no NMI for 10 s, or answered it {} s late outside the project's code or while L1 kept it off its CPUs, so L1 did not run it (nested TCG); {}",
+                    "{name}: RCU stall or IPI wait with a vCPU that answered no NMI for 10 s, or answered it {} s late outside the project's code or while L1 kept it off its CPUs, so L1 did not run it (nested TCG); {}; {}",
                     crate::console::NMI_LATE_SECS,
-                    not_run_reports(n)[0].trim()
+                    not_run_reports(n)[0].trim(),
+                    runq_note(n, &silent_cpus(n))
                 ),
                 since: n.problem_at.first().map(|p| p.0).unwrap_or(n.last_seq),
                 problems: true,
@@ -1589,6 +1622,13 @@ steps = [
         };
         let j = report("33.826574", "pv_native_safe_halt+0x16/0x20");
         assert_eq!(signatures(&j), ["vcpu-not-run"]);
+        // With what L1's run-queue record says of that vCPU (none here).
+        assert!(
+            j.why()
+                .contains("L1's run-queue record: vCPU 0 never waited on its run queue for 2 s in one stretch"),
+            "{}",
+            j.why()
+        );
         // Answered at once: its stack decides, and it is a failure.
         assert!(!report("28.326574", "pv_native_safe_halt+0x16/0x20").platform());
         // Late, but in the project's lock wait: a failure.
@@ -1651,6 +1691,12 @@ steps = [
                 .contains("runq: waited 6.90 s within 1.01 s"),
             "{:?}",
             j.events
+        );
+        assert!(
+            j.why()
+                .contains("vCPU 1 waited on its run queue for at least 5.9 s in one stretch"),
+            "{}",
+            j.why()
         );
         // No record, a stretch too short for the delay, another vCPU's, or
         // one from before the request: a failure.
