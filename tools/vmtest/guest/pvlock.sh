@@ -315,6 +315,12 @@ waitrec() {
 	irqrec "$1"
 }
 
+# l2_threads NAME FILE: L2 NAME's vCPU threads into FILE ("cpu=N thread=TID"
+# lines, from QEMU's query-cpus-fast); on failure FILE holds the error.
+l2_threads() {
+	qmp_py "$PV_QMP_DIR/qmp-$1.sock" threads >"$2" 2>&1 && grep -q '^cpu=' "$2"
+}
+
 # --- the interrupt record -----------------------------------------------------
 # irqrec NAME: per vCPU of L2 NAME (its L1 thread, from QEMU's
 # query-cpus-fast), the last three interrupts that L1's KVM accepted for its
@@ -329,7 +335,7 @@ waitrec() {
 # scheduled); one with no such IPI never got it from the sender's side.
 irqrec() {
 	ir_map=/tmp/pv-irqrec-$1
-	if ! qmp_py "$PV_QMP_DIR/qmp-$1.sock" threads >"$ir_map" 2>&1 || ! grep -q '^cpu=' "$ir_map"; then
+	if ! l2_threads "$1" "$ir_map"; then
 		mark irqrec "$1 error=[$(tr '\n' ' ' <"$ir_map")]"
 		rm -f "$ir_map"
 		return 0
@@ -384,7 +390,7 @@ l2_runq() {
 	rq_map=/tmp/pv-runq-$1
 	i=0
 	# QMP answers once QEMU has set the machine up.
-	until qmp_py "$PV_QMP_DIR/qmp-$1.sock" threads >"$rq_map" 2>&1 && grep -q '^cpu=' "$rq_map"; do
+	until l2_threads "$1" "$rq_map"; do
 		i=$((i + 1))
 		if [ $i -ge 30 ]; then
 			mark runq-off "$1 error=[$(tr '\n' ' ' <"$rq_map")]"

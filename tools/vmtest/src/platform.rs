@@ -348,21 +348,18 @@ fn not_run_reports(n: &Node) -> Vec<String> {
 /// outside the project's code, with no stretch was not run because L1's
 /// own vCPU was not (by QEMU), or it stayed halted in L1.
 fn runq_note(n: &Node, cpus: &[u32]) -> String {
-    let mut seen: Vec<u32> = Vec::new();
+    let mut cpus = cpus.to_vec();
+    cpus.sort_unstable();
+    cpus.dedup();
     let parts: Vec<String> = cpus
         .iter()
-        .filter(|c| {
-            let new = !seen.contains(c);
-            seen.push(**c);
-            new
-        })
         .map(|&c| {
             let longest = n
                 .runq
                 .iter()
                 .filter(|r| r.cpu == c)
                 .map(|r| r.stretch())
-                .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.max(s))));
+                .reduce(f64::max);
             match longest {
                 Some(s) => {
                     format!("vCPU {c} waited on its run queue for at least {s:.1} s in one stretch")
@@ -1675,8 +1672,7 @@ steps = [
                 @@PV L1.l1 done rc=0 uptime=52.56
             "
                 ),
-            )
-            ;
+            );
             judged(&s, &q, &RunEnd::default())
         };
         let runq = |cpu: u32, waited: f64| {
