@@ -479,8 +479,8 @@ impl Settings {
 /// Quick: 2x contended in every mode (native-2vcpu included); 1x contended
 /// in native, upstream-pv and both pvlock modes; 1x uncontended in native
 /// and pvlock-hostkvm (the fast path does not depend on the kick). Full:
-/// every overcommit level, workload and main mode, and native-2vcpu in 2x
-/// contended.
+/// every overcommit level, workload and main mode, but the native lock's
+/// macro workloads under overcommit, and native-2vcpu in 2x contended.
 pub fn cells(quick: bool) -> Vec<Cell> {
     let cell = |overcommit, workload, mode| Cell {
         overcommit,
@@ -502,6 +502,16 @@ pub fn cells(quick: bool) -> Vec<Cell> {
         for overcommit in Overcommit::ALL {
             for workload in Workload::ALL {
                 for mode in Mode::MAIN {
+                    // The native lock livelocks an overcommitted guest
+                    // under a macro workload (hackbench at 3x: soft
+                    // lockups, never finished): such a run measures only
+                    // its bound, and no goal uses it.
+                    if mode.crawls_under_overcommit()
+                        && overcommit != Overcommit::X1
+                        && workload.is_macro()
+                    {
+                        continue;
+                    }
                     v.push(cell(overcommit, workload, mode));
                 }
             }
@@ -728,9 +738,16 @@ impl Unit {
                 }
             }
             steps.push(r#"{ run = "warnings" }"#.to_string());
+            // The native lock's stall under overcommit is a result: its
+            // soft lockups neither fail the run nor stop the other guests.
+            let allow = if mode.crawls_under_overcommit() && oc != Overcommit::X1 {
+                "allow_kernel_problems = true\n"
+            } else {
+                ""
+            };
             let _ = write!(
                 groups,
-                "\n[[l2]]\ngroup = \"{}\"\ncount = {}\ncpus = {vcpus}\ncmdline = \"{}\"\nsteps = [\n  {},\n]\n",
+                "\n[[l2]]\ngroup = \"{}\"\ncount = {}\ncpus = {vcpus}\ncmdline = \"{}\"\n{allow}steps = [\n  {},\n]\n",
                 mode.group(),
                 mode.guests(oc),
                 if mode.is_native() { "nopvspin" } else { "" },
@@ -826,11 +843,19 @@ mod tests {
     #[test]
     fn full_matrix_is_complete() {
         let c = cells(false);
-        assert_eq!(c.len(), 4 * 4 * 4 + 1);
+        // Every level, workload and main mode, but native's macro
+        // workloads under overcommit (3 levels x 2), and native-2vcpu.
+        assert_eq!(c.len(), 4 * 4 * 4 - 3 * 2 + 1);
         let ids: std::collections::BTreeSet<String> = c.iter().map(Cell::id).collect();
-        assert_eq!(ids.len(), 65);
+        assert_eq!(ids.len(), 59);
         assert!(ids.contains("two-guests/hackbench/pvlock-hostkvm"));
         assert!(ids.contains("3x/uncontended/native"));
+        assert!(ids.contains("3x/contended/native"));
+        assert!(ids.contains("1x/hackbench/native"));
+        assert!(ids.contains("1x/stress-ng/native"));
+        assert!(!ids.contains("3x/hackbench/native"));
+        assert!(!ids.contains("2x/stress-ng/native"));
+        assert!(!ids.contains("two-guests/hackbench/native"));
         assert!(ids.contains("3x/stress-ng/upstream-pv"));
         assert!(ids.contains("2x/contended/native-2vcpu"));
         assert_eq!(ids.iter().filter(|i| i.contains("native-2vcpu")).count(), 1);
@@ -844,6 +869,8 @@ mod tests {
             for (m, ws) in &u.modes {
                 if *m == Mode::NativeTwo {
                     assert_eq!(ws, &[Workload::Contended]);
+                } else if *m == Mode::Native && u.overcommit != Overcommit::X1 {
+                    assert_eq!(ws, &[Workload::Uncontended, Workload::Contended]);
                 } else {
                     assert_eq!(ws, &Workload::RUN_ORDER.to_vec());
                 }
@@ -851,13 +878,14 @@ mod tests {
         }
         // The estimate of the full matrix, 5 repetitions, when nothing is
         // lost: an L1 boot 10 + 1 (host_kvm) + native 67 + upstream 72 +
-        // kickcpu 75 + hostkvm 75 = 300 s, at 2x 31 s more for
-        // native-2vcpu; 1231 s per repetition, 6155 s (102 min 35 s) in
+        // kickcpu 75 + hostkvm 75 = 300 s at 1x; under overcommit native
+        // 42 (no macro workloads), 275 s, at 2x 31 s more for
+        // native-2vcpu; 1156 s per repetition, 5780 s (96 min 20 s) in
         // all.
         let one = plan(&c, 1);
         let per: Vec<f64> = one.iter().map(|u| u.expected_secs(&s)).collect();
-        assert_eq!(per, [300.0, 331.0, 300.0, 300.0]);
-        assert_eq!(total_secs(&units, &s), 6155.0);
+        assert_eq!(per, [300.0, 306.0, 275.0, 275.0]);
+        assert_eq!(total_secs(&units, &s), 5780.0);
     }
 
     #[test]
@@ -993,9 +1021,11 @@ mod tests {
             .scenario_toml(&s)
             .contains("host_kvm"));
         let units = plan(&cells(false), 2);
-        // The longest step: native hackbench or stress-ng, bound 150 (+
-        // 10 s) + 20 s.
-        assert_eq!(units[1].silence_bound(&s), 220);
+        // The longest step at 2x: native contended, 5 s and the bound of
+        // 150 s. (At 1x native's hackbench or stress-ng, bound 150 (+ 10
+        // s) + 20 s.)
+        assert_eq!(units[1].silence_bound(&s), 195);
+        assert_eq!(units[0].silence_bound(&s), 220);
         assert_eq!(u.retry_of(&[Mode::HostKvm]).silence_bound(&s), 120);
     }
 
@@ -1008,7 +1038,7 @@ mod tests {
         assert_eq!(units.len(), 1);
         assert_eq!(units[0].modes.len(), 2);
         let re = regex::Regex::new("/stress-ng/").unwrap();
-        assert_eq!(filter(cells(false), Some(&re)).len(), 16);
+        assert_eq!(filter(cells(false), Some(&re)).len(), 13);
     }
 
     #[test]
@@ -1125,16 +1155,33 @@ mod tests {
             );
             assert!(native.contains(&format!("locktorture spin_lock {w} 5")));
             assert!(native.contains("locktorture spin_lock 1 10"));
-            assert!(native.contains(&format!("hackbench {v} 30 150")));
+            // The native lock livelocks an overcommitted guest under the
+            // macro workloads: they run at 1x only, and its stalls under
+            // overcommit are results, not kernel problems that stop the
+            // run.
+            let native_group = sc.group("native").unwrap();
+            if u.overcommit == Overcommit::X1 {
+                assert!(native.contains(&format!("hackbench {v} 30 150")));
+                assert!(!native_group.allow_kernel_problems);
+            } else {
+                assert!(!native.contains("hackbench") && !native.contains("stressng"));
+                assert!(native_group.allow_kernel_problems);
+            }
+            for g in ["upstream", "kickcpu", "hostkvm"] {
+                assert!(!sc.group(g).unwrap().allow_kernel_problems);
+            }
+            assert!(hostkvm.contains(&format!("hackbench {v} 30 ")));
             if vmtest_knows_step("stressng") {
-                assert!(native.contains(&format!("stressng futex,sigq,eventfd {v} 10 160")));
+                if u.overcommit == Overcommit::X1 {
+                    assert!(native.contains(&format!("stressng futex,sigq,eventfd {v} 10 160")));
+                }
                 assert!(hostkvm.contains(&format!("stressng futex,sigq,eventfd {v} 10 55")));
                 assert!(hostkvm.contains("step stat-stressng "));
             }
             // Contended last.
             assert!(
-                native.find("hackbench").unwrap()
-                    < native.find(&format!("spin_lock {w} ")).unwrap()
+                hostkvm.find("hackbench").unwrap()
+                    < hostkvm.find(&format!("spin_lock {w} ")).unwrap()
             );
             if u.overcommit == Overcommit::X2 {
                 // The limit cell: 2 vCPUs, 4 writers, the PV modes'

@@ -261,7 +261,7 @@ pub fn judge(s: &Scenario, parsed: &Parsed, result: &Value, end: &RunEnd) -> Vec
                 e.clone(),
             ));
         }
-        if !s.allow_kernel_problems {
+        if !s.allows_problems_of(name) {
             if let Some(p) = n.problems.first() {
                 why.push(Failure::new(
                     name,

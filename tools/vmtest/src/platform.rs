@@ -1829,6 +1829,42 @@ steps = [
     }
 
     #[test]
+    fn a_group_may_allow_kernel_problems_of_its_own_guests_only() {
+        // The benchmark's native guest under overcommit: its lock stalls a
+        // CPU long enough for the soft lockup detector, which is its
+        // result. Allowed for the group, it fails nothing; L1's problems
+        // and other groups' still fail the run.
+        let lockup = "
+            [g-1] [  163.542506] watchdog: BUG: soft lockup - CPU#5 stuck for 32s! [hackbench:216]
+        ";
+        let mut p = in_locktorture();
+        feed(&mut p, lockup);
+        feed(&mut p, G_FINISH);
+        let strict = scenario(PVLOCK);
+        assert!(!strict.allows_problems_of("g-1"));
+        assert_eq!(
+            reasons_of(&strict, &p),
+            ["g-1: kernel problem: [  163.542506] watchdog: BUG: soft lockup - CPU#5 stuck for 32s! [hackbench:216]"]
+        );
+        let text = PVLOCK.replace(
+            "group = \"g\"\n",
+            "group = \"g\"\nallow_kernel_problems = true\n",
+        );
+        assert_ne!(text, PVLOCK);
+        let allowing = scenario(&text);
+        assert!(allowing.allows_problems_of("g-1"));
+        assert!(!allowing.allows_problems_of("l1"));
+        assert!(reasons_of(&allowing, &p).is_empty());
+        feed(
+            &mut p,
+            "[  170.000001] WARNING: CPU: 1 PID: 99 at arch/x86/kvm/x86.c:1 x+0x1/0x2",
+        );
+        let r = reasons_of(&allowing, &p);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert!(r[0].starts_with("l1: kernel problem:"), "{r:?}");
+    }
+
+    #[test]
     fn a_step_error_before_the_event_is_evidence() {
         let s = scenario(PVLOCK);
         let mut p = Parsed::default();

@@ -572,8 +572,11 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        if !s.allow_kernel_problems {
-            let any = parsed.nodes.values().any(|n| !n.problems.is_empty());
+        {
+            let any = parsed
+                .nodes
+                .iter()
+                .any(|(name, n)| !n.problems.is_empty() && !s.allows_problems_of(name));
             match first_problem {
                 None if any => first_problem = Some(Instant::now()),
                 Some(t) if t.elapsed() >= Duration::from_secs(PROBLEM_GRACE_SECS) => {

@@ -103,6 +103,12 @@ pub struct Level2 {
     /// Extra QEMU arguments (e.g. `-overcommit cpu-pm=on`).
     #[serde(default)]
     pub qemu: String,
+    /// Problems in this group's kernel logs (WARNING, BUG, soft lockup,
+    /// ...) neither fail the run nor stop it: for guests whose stall is a
+    /// result, the benchmark's native lock under overcommit. The other
+    /// kernels are judged as usual.
+    #[serde(default)]
+    pub allow_kernel_problems: bool,
     pub steps: Vec<Step>,
 }
 
@@ -283,6 +289,17 @@ impl Scenario {
     /// The L2 group called `name`.
     pub fn group(&self, name: &str) -> Option<&Level2> {
         self.l2.iter().find(|g| g.group == name)
+    }
+
+    /// Whether problems in the kernel log of `kernel` (`l1`, or an L2
+    /// instance `<group>-<i>`) are allowed: by the scenario, or by the
+    /// kernel's L2 group.
+    pub fn allows_problems_of(&self, kernel: &str) -> bool {
+        self.allow_kernel_problems
+            || kernel
+                .rsplit_once('-')
+                .and_then(|(group, _)| self.group(group))
+                .is_some_and(|g| g.allow_kernel_problems)
     }
 
     /// The retries a run of the scenario gets: its own, at most
