@@ -18,7 +18,10 @@ pub enum Status {
     Ok,
     /// The workload outlived its bound (recorded, not a benchmark crash).
     Timeout,
-    /// The workload ran and reported a failure, or printed no result.
+    /// The workload ran and reported a failure, or printed no result; or
+    /// the guest stopped (stalled, vanished, crashed) with guest_pvlock
+    /// loaded and nothing showed it the platform's: the project's failure
+    /// until shown otherwise, not run again.
     Failed,
     /// The guest did not run the lock it was meant to (e.g. host_kvm
     /// missing): its number would compare the wrong things.
@@ -290,13 +293,16 @@ fn first_problem(node: &RNode) -> String {
         .unwrap_or_default()
 }
 
-/// One instance's measurement of workload `w`.
+/// One instance's measurement of workload `w`. `platform` is vmtest's
+/// verdict that the attempt failed for the platform (its events), if it
+/// did.
 fn instance(
     name: &str,
     node: Option<&RNode>,
     l1: Option<&RNode>,
     cell: &Cell,
     s: &Settings,
+    platform: Option<&str>,
 ) -> Instance {
     let mut inst = Instance {
         name: name.to_string(),
@@ -305,6 +311,32 @@ fn instance(
     let set = |inst: &mut Instance, st: Status, note: String| {
         inst.status = Some(st);
         inst.note = Some(note);
+    };
+    // A guest lost after guest_pvlock was loaded in it: the project's lock
+    // ran there, so the loss is the project's failure unless vmtest showed
+    // it the platform's; only then is it `not-run`, to be run again.
+    let lost = |inst: &mut Instance, node: &RNode, note: String| {
+        let lock_loaded = cell.mode.loads_guest_pvlock()
+            && node
+                .modules
+                .iter()
+                .any(|m| m.starts_with("guest_pvlock loaded"));
+        match platform {
+            Some(p) => set(
+                inst,
+                Status::NotRun,
+                format!("{note} (vmtest: the platform's: {p})"),
+            ),
+            None if lock_loaded => set(
+                inst,
+                Status::Failed,
+                format!(
+                    "{note}; guest_pvlock was loaded and nothing showed it the platform's: \
+                     the project's failure until shown otherwise"
+                ),
+            ),
+            None => set(inst, Status::NotRun, note),
+        }
     };
     let Some(node) = node else {
         set(&mut inst, Status::NotRun, format!("{name}: no output"));
@@ -359,12 +391,23 @@ fn instance(
     let lock = lock_of(node, cell.mode);
     inst.lock = lock.as_ref().ok().cloned();
     let Some(step) = step else {
-        let why = match &lock {
-            _ if !node.done => format!("stopped before {}{}", w.label(), first_problem(node)),
-            Err(e) => e.clone(),
-            Ok(_) => "the plan skipped it".into(),
-        };
-        set(&mut inst, Status::NotRun, format!("{name}: {why}"));
+        match &lock {
+            _ if !node.done => lost(
+                &mut inst,
+                node,
+                format!(
+                    "{name}: stopped before {}{}",
+                    w.label(),
+                    first_problem(node)
+                ),
+            ),
+            Err(e) => set(&mut inst, Status::NotRun, format!("{name}: {e}")),
+            Ok(_) => set(
+                &mut inst,
+                Status::NotRun,
+                format!("{name}: the plan skipped it"),
+            ),
+        }
         return inst;
     };
     if let Err(e) = lock {
@@ -388,8 +431,10 @@ fn instance(
     if !step.timed_out && step.rc.is_none() && !node.done {
         // The guest stopped answering inside the workload and L1 killed it
         // at the L2's bound (or it vanished). Native spinlocks under
-        // overcommit can do that by themselves; anything else is the
-        // platform (a nested-TCG timer stall), worth running again.
+        // overcommit can do that by themselves. With guest_pvlock loaded
+        // it is the project's failure unless vmtest showed otherwise;
+        // without, the platform's (a nested-TCG timer stall: the guest
+        // runs no code of the project), worth running again.
         if cell.mode.crawls_under_overcommit()
             && w == Workload::Contended
             && cell.overcommit != Overcommit::X1
@@ -403,9 +448,9 @@ fn instance(
                 ),
             );
         } else {
-            set(
+            lost(
                 &mut inst,
-                Status::NotRun,
+                node,
                 format!(
                     "{name}: stalled or vanished during {}{}",
                     w.label(),
@@ -546,6 +591,19 @@ pub fn measurements(
     result: &Value,
     run_error: Option<&str>,
 ) -> Vec<Measurement> {
+    measurements_judged(unit, s, result, run_error, None)
+}
+
+/// [`measurements`], with vmtest's verdict that the attempt failed for the
+/// platform (`platform`: its events), which makes a guest lost with
+/// guest_pvlock loaded `not-run` (to be run again) rather than `failed`.
+pub fn measurements_judged(
+    unit: &Unit,
+    s: &Settings,
+    result: &Value,
+    run_error: Option<&str>,
+    platform: Option<&str>,
+) -> Vec<Measurement> {
     let r: RResult = serde_json::from_value(result.clone()).unwrap_or_default();
     let l1 = r.nodes.get("l1");
     let mut out = Vec::new();
@@ -555,7 +613,7 @@ pub fn measurements(
             .collect();
         let instances: Vec<Instance> = names
             .iter()
-            .map(|n| instance(n, r.nodes.get(n), l1, &cell, s))
+            .map(|n| instance(n, r.nodes.get(n), l1, &cell, s, platform))
             .collect();
         let mut m = Measurement {
             cell: cell.id(),
@@ -577,7 +635,13 @@ pub fn measurements(
             .instances
             .iter()
             .filter(|i| i.status != Some(Status::Ok))
-            .max_by_key(|i| i.status.map(|s| s == Status::Timeout))
+            // A failure of the project first (no make-up run may hide it),
+            // then a result (timeout), then the rest.
+            .max_by_key(|i| match i.status {
+                Some(Status::Failed) => 2,
+                Some(Status::Timeout) => 1,
+                _ => 0,
+            })
         {
             m.status = bad.status.unwrap_or(Status::Failed);
             m.note = bad.note.clone();
@@ -693,6 +757,80 @@ mod tests {
             6053
         );
         assert_eq!(host.modules, ["host_kvm loaded params=[force=1]"]);
+    }
+
+    #[test]
+    fn a_guest_lost_with_guest_pvlock_loaded_is_the_projects_failure() {
+        // 2026-12-04: a pvlock guest (stock kick) went silent during
+        // stress-ng at 1x, its vCPUs in guest_pvlock's lock wait and slow
+        // path with interrupts off; vmtest gave no platform verdict. The
+        // benchmark then took it for lost to the platform and ran it
+        // again. Now it is the project's failure unless vmtest says
+        // otherwise; a guest lost before its lock was loaded, or one that
+        // never ran the project's lock, is still the platform's.
+        let guest = |loaded: bool, mode: &str| {
+            serde_json::json!({ "booted": true, "done": false,
+                "modules": if loaded { vec!["guest_pvlock loaded params=[]"] } else { vec![] },
+                "info": { "lock_ops": "pvlock", "mode": mode },
+                "steps": [{ "id": "contended", "call": "locktorture spin_lock 8 5", "rc": null }] })
+        };
+        let result = |loaded: bool| {
+            serde_json::json!({
+                "timed_out": false,
+                "nodes": {
+                    "l1": { "booted": true, "done": false },
+                    "upstream-1": { "booted": true, "done": false,
+                        "dmesg": ["[0.4] kvm-guest: PV spinlocks enabled"],
+                        "steps": [{ "id": "contended", "call": "locktorture spin_lock 8 5", "rc": null }] },
+                    "kickcpu-1": guest(loaded, "hlt_kvm_hc_kick_cpu"),
+                    "hostkvm-1": guest(loaded, "kvm_hc_pvlock_wait")
+                }
+            })
+        };
+        let s = Settings::new(true, None, 1);
+        let status = |ms: &[Measurement], m: Mode| {
+            let x = ms.iter().find(|x| x.key.mode == m).unwrap();
+            (x.status, x.note.clone().unwrap_or_default())
+        };
+        let ms = measurements(&unit2x(), &s, &result(true), None);
+        let (st, note) = status(&ms, Mode::KickCpu);
+        assert_eq!(st, Status::Failed, "{note}");
+        assert!(
+            note.starts_with("kickcpu-1: stalled or vanished during contended")
+                && note.contains("the project's failure until shown otherwise"),
+            "{note}"
+        );
+        assert_eq!(status(&ms, Mode::HostKvm).0, Status::Failed);
+        // upstream's guest runs no code of the project: the platform's.
+        assert_eq!(status(&ms, Mode::Upstream).0, Status::NotRun);
+        // Lost before guest_pvlock was loaded: the platform's.
+        let ms = measurements(&unit2x(), &s, &result(false), None);
+        assert_eq!(status(&ms, Mode::KickCpu).0, Status::NotRun);
+        // vmtest's platform verdict: the platform's, and the note says so.
+        let ms = measurements_judged(
+            &unit2x(),
+            &s,
+            &result(true),
+            None,
+            Some("vcpu-not-run: vCPU 1 ..."),
+        );
+        let (st, note) = status(&ms, Mode::KickCpu);
+        assert_eq!(st, Status::NotRun);
+        assert!(
+            note.contains("(vmtest: the platform's: vcpu-not-run"),
+            "{note}"
+        );
+        // Of two guests of a mode, the project's failure decides.
+        let mut two = result(true);
+        two["nodes"]["kickcpu-2"] = two["nodes"]["kickcpu-1"].clone();
+        two["nodes"]["kickcpu-2"]["modules"] = serde_json::json!([]);
+        let cells = [Cell {
+            overcommit: Overcommit::Two,
+            workload: Workload::Contended,
+            mode: Mode::KickCpu,
+        }];
+        let ms = measurements(&plan(&cells, 1).remove(0), &s, &two, None);
+        assert_eq!(ms[0].status, Status::Failed, "{:?}", ms[0].note);
     }
 
     #[test]

@@ -53,7 +53,9 @@ struct Cli {
     #[arg(long)]
     only: Option<String>,
     /// Make-up runs, in the same repetition, of the guests the platform
-    /// lost (an L2 that vanished or stalled under nested TCG).
+    /// lost: an L2 that vanished or stalled without guest_pvlock loaded,
+    /// or any, by vmtest's platform verdict (one that stopped with
+    /// guest_pvlock loaded otherwise is `failed`, not run again).
     #[arg(long, default_value_t = 2)]
     retries: u32,
     /// Write results.md and the charts again from DIR/results.json (e.g.
@@ -564,11 +566,16 @@ fn real_main() -> Result<u8> {
                 rec.passed = report.passed;
                 rec.reasons = report.reasons.clone();
                 rec.host = extract::host_side(&report.result);
-                extract::measurements(unit, &settings, &report.result, None)
+                let platform = report
+                    .attempts
+                    .last()
+                    .and_then(|a| a.platform_failure.as_deref());
+                extract::measurements_judged(unit, &settings, &report.result, None, platform)
             }
             Ok(_) => {
-                let msg =
-                    format!("L1 stalled: no console output for {silence} s (nested TCG); stopped");
+                // Heartbeats are not output: L1 may have been running, its
+                // plan waiting for a guest that said nothing.
+                let msg = format!("no console output for {silence} s; stopped");
                 eprintln!("pvlock-bench: {}: {msg}", unit.name());
                 rec.error = Some(msg);
                 stalled = true;
@@ -625,14 +632,39 @@ fn real_main() -> Result<u8> {
                     .any(|x| x.key.mode == *m && x.status == Status::NotRun)
             })
             .collect();
+        // A guest that stopped with guest_pvlock loaded and no platform
+        // verdict is `failed`, never run again: said out loud.
+        for m in ms.iter().filter(|m| {
+            m.status == Status::Failed
+                && m.note
+                    .as_deref()
+                    .is_some_and(|n| n.contains("guest_pvlock was loaded"))
+        }) {
+            eprintln!(
+                "pvlock-bench: {} FAILED, the project's until shown otherwise, not run again: {}",
+                m.cell,
+                m.note.as_deref().unwrap_or("")
+            );
+        }
         if !lost.is_empty() && (rec.error.is_none() || stalled) && unit.retry < settings.retries {
             let again = unit.retry_of(&lost);
+            // Why each is taken for the platform's: in the note of its
+            // first lost measurement (no guest_pvlock in the lost guest, or
+            // vmtest's platform verdict).
+            let why: Vec<String> = lost
+                .iter()
+                .map(|mode| {
+                    let note = ms
+                        .iter()
+                        .find(|x| x.key.mode == *mode && x.status == Status::NotRun)
+                        .and_then(|x| x.note.clone())
+                        .unwrap_or_default();
+                    format!("{} ({note})", mode.label())
+                })
+                .collect();
             eprintln!(
-                "pvlock-bench: the platform lost {}: running them again as {}",
-                lost.iter()
-                    .map(|m| m.label())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                "pvlock-bench: lost to the platform, without the project's lock running in the lost guest or by vmtest's verdict: {}; running them again as {}",
+                why.join("; "),
                 again.name()
             );
             queue.push_front(again);
