@@ -17,8 +17,19 @@ vCPU, one line
 from HMP's "info registers -a" (hlt is QEMU's view: KVM's halted state for
 an L2, whose pvlock lock waits KVM reports as runnable) and the words of the
 top of the vCPU's kernel stack that point into kernel or module text (at
-most 12 of the first 24). Errors (QEMU cannot stop a vCPU thread within
-10 s, say) end it with a non-zero status and a message.
+most 12 of the first 24). Two more fields, only when not empty, are for a
+human deciding a stall; the harness's verdicts do not use them:
+
+    deep=HEX,...                text addresses among the next 40 words of
+                                the stack (at most 24): the frames below
+                                the top, stale ones among them
+    ptrs=REG:ADDR:WORD,...      for each general register that points into
+                                the kernel's data (4-byte aligned), the
+                                32-bit word there: the lock word, when a
+                                vCPU spins or waits on a lock
+
+Errors (QEMU cannot stop a vCPU thread within 10 s, say) end it with a
+non-zero status and a message.
 """
 import json
 import re
@@ -27,6 +38,10 @@ import sys
 import time
 
 TEXT_LO, TEXT_HI = 0xFFFFFFFF80000000, 0xFFFFFFFFFF000000
+# Kernel data: the direct map, vmalloc, per-CPU areas (below the text).
+DATA_LO = 0xFF00000000000000
+GPRS = ("RAX", "RBX", "RCX", "RDX", "RSI", "RDI", "RBP",
+        "R8", "R9", "R10", "R11", "R12", "R13", "R14", "R15")
 
 
 def main():
@@ -77,17 +92,28 @@ def main():
             cpu = int(block.split(None, 1)[0])
 
             def reg(k):
-                m = re.search(r"\b" + k + r"=([0-9a-f]+)", block)
+                # "R8 =..." has a space before the "=".
+                m = re.search(r"\b" + k + r" ?=([0-9a-f]+)", block)
                 return m.group(1) if m else "0"
 
             rsp, cpl = int(reg("RSP"), 16), int(reg("CPL"))
-            stack = []
+            stack, deep, ptrs = [], [], []
             if cpl == 0 and rsp:
-                out = hmp("x/24gx 0x%x" % rsp, cpu)
+                out = hmp("x/64gx 0x%x" % rsp, cpu)
                 words = [int(w, 16) for w in re.findall(r" 0x([0-9a-f]{16})", out)]
-                stack = ["%x" % w for w in words if TEXT_LO <= w < TEXT_HI][:12]
-            print("sample=%d cpu=%d rip=%s rfl=%s hlt=%s cpl=%d stack=%s"
-                  % (sample, cpu, reg("RIP"), reg("RFL"), reg("HLT"), cpl, ",".join(stack)))
+                text = lambda ws: ["%x" % w for w in ws if TEXT_LO <= w < TEXT_HI]
+                stack = text(words[:24])[:12]
+                deep = text(words[24:])[:24]
+                for k in GPRS:
+                    v = int(reg(k), 16)
+                    if DATA_LO <= v < TEXT_LO and v % 4 == 0:
+                        m = re.search(r":\s+0x([0-9a-f]+)", hmp("x/1wx 0x%x" % v, cpu))
+                        if m:
+                            ptrs.append("%s:%x:%s" % (k.lower(), v, m.group(1)))
+            extra = "".join(" %s=%s" % (k, ",".join(v))
+                            for k, v in (("deep", deep), ("ptrs", ptrs)) if v)
+            print("sample=%d cpu=%d rip=%s rfl=%s hlt=%s cpl=%d stack=%s%s"
+                  % (sample, cpu, reg("RIP"), reg("RFL"), reg("HLT"), cpl, ",".join(stack), extra))
 
 
 if __name__ == "__main__":

@@ -172,6 +172,8 @@ pub(crate) mod tests {
     /// halted in kernel mode, vCPU 1 in user space.
     pub(crate) const INFO_REGISTERS: &str = "CPU#0\r
 RAX=0000000000000000 RBX=0000000000000000 RCX=0000000000000001 RDX=0000000000000000\r
+R8 =0000000000000000 R9 =0000000000000000 R10=0000000000000000 R11=0000000000000000\r
+R12=0000000000000000 R13=0000000000000000 R14=0000000000000000 R15=ff11000000132120\r
 RSI=0000000000000000 RDI=000000000023c65c RBP=0000000000000001 RSP=ffa0000000093e10\r
 RIP=ffffffff81480b26 RFL=00000246 [---Z-P-] CPL=0 II=0 A20=1 SMM=0 HLT=1\r
 CS =0010 0000000000000000 ffffffff 00af9b00 DPL=0 CS64 [-RA]\r
@@ -230,11 +232,23 @@ RIP=000055ca3bfdf529 RFL=00000246 [---Z-P-] CPL=3 II=0 A20=1 SMM=0 HLT=0\r
             Err(e) => panic!("{e:#}"),
         };
         assert_eq!(lines.len(), 4, "{lines:?}");
+        // R15 points into the kernel's data: the word there (the fake
+        // answers every `x` alike; QEMU prints one 32-bit word for x/1wx).
         assert_eq!(
             lines[0],
-            "sample=1 cpu=0 rip=ffffffff81480b26 rfl=00000246 hlt=1 cpl=0 stack=ffffffff8148077e,ffffffffa0001234"
+            "sample=1 cpu=0 rip=ffffffff81480b26 rfl=00000246 hlt=1 cpl=0 stack=ffffffff8148077e,ffffffffa0001234 ptrs=r15:ff11000000132120:0000000000000001"
         );
-        assert_eq!(server.join().unwrap().len(), 4);
+        assert_eq!(
+            server.join().unwrap(),
+            [
+                "info registers -a",
+                "x/64gx 0xffa0000000093e10 @0",
+                "x/1wx 0xff11000000132120 @0",
+                "info registers -a",
+                "x/64gx 0xffa0000000093e10 @0",
+                "x/1wx 0xff11000000132120 @0",
+            ]
+        );
         let e = registers(&script, &dir.path().join("none.sock")).unwrap_err();
         assert!(e.to_string().contains("No such file"), "{e:#}");
     }
