@@ -293,6 +293,10 @@ fn first_problem(node: &RNode) -> String {
         .unwrap_or_default()
 }
 
+/// What the note of a guest lost with guest_pvlock loaded, and no platform
+/// verdict, says: its measurement is [`Status::Failed`], the project's.
+pub const LOST_WITH_LOCK: &str = "guest_pvlock was loaded and nothing showed it the platform's";
+
 /// One instance's measurement of workload `w`. `platform` is vmtest's
 /// verdict that the attempt failed for the platform (its events), if it
 /// did.
@@ -330,10 +334,7 @@ fn instance(
             None if lock_loaded => set(
                 inst,
                 Status::Failed,
-                format!(
-                    "{note}; guest_pvlock was loaded and nothing showed it the platform's: \
-                     the project's failure until shown otherwise"
-                ),
+                format!("{note}; {LOST_WITH_LOCK}: the project's failure until shown otherwise"),
             ),
             None => set(inst, Status::NotRun, note),
         }

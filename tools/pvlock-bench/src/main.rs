@@ -638,7 +638,7 @@ fn real_main() -> Result<u8> {
             m.status == Status::Failed
                 && m.note
                     .as_deref()
-                    .is_some_and(|n| n.contains("guest_pvlock was loaded"))
+                    .is_some_and(|n| n.contains(extract::LOST_WITH_LOCK))
         }) {
             eprintln!(
                 "pvlock-bench: {} FAILED, the project's until shown otherwise, not run again: {}",
