@@ -5,7 +5,7 @@
 //! [`Measurement`] per cell the run measured, whatever happened to the
 //! others.
 
-use crate::matrix::{Cell, Mode, Overcommit, Settings, Unit, Workload};
+use crate::matrix::{Cell, Mode, Settings, Unit, Workload};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -436,10 +436,7 @@ fn instance(
         // it is the project's failure unless vmtest showed otherwise;
         // without, the platform's (a nested-TCG timer stall: the guest
         // runs no code of the project), worth running again.
-        if cell.mode.crawls_under_overcommit()
-            && w == Workload::Contended
-            && cell.overcommit != Overcommit::X1
-        {
+        if cell.mode.stalls_at(cell.overcommit) && w == Workload::Contended {
             set(
                 &mut inst,
                 Status::Timeout,
@@ -697,7 +694,7 @@ pub fn host_side(result: &Value) -> HostSide {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::plan;
+    use crate::matrix::{plan, Overcommit};
 
     fn unit2x() -> Unit {
         let cells: Vec<Cell> = Mode::MAIN

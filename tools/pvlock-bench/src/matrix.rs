@@ -170,6 +170,12 @@ impl Mode {
         self == Mode::Native
     }
 
+    /// At overcommit `oc` this mode's guest may stall by itself: the
+    /// native lock on an overcommitted guest. Its stall is a result.
+    pub fn stalls_at(self, oc: Overcommit) -> bool {
+        self.crawls_under_overcommit() && oc != Overcommit::X1
+    }
+
     /// The guest loads guest_pvlock.
     pub fn loads_guest_pvlock(self) -> bool {
         matches!(self, Mode::KickCpu | Mode::HostKvm)
@@ -506,10 +512,7 @@ pub fn cells(quick: bool) -> Vec<Cell> {
                     // under a macro workload (hackbench at 3x: soft
                     // lockups, never finished): such a run measures only
                     // its bound, and no goal uses it.
-                    if mode.crawls_under_overcommit()
-                        && overcommit != Overcommit::X1
-                        && workload.is_macro()
-                    {
+                    if mode.stalls_at(overcommit) && workload.is_macro() {
                         continue;
                     }
                     v.push(cell(overcommit, workload, mode));
@@ -740,7 +743,7 @@ impl Unit {
             steps.push(r#"{ run = "warnings" }"#.to_string());
             // The native lock's stall under overcommit is a result: its
             // soft lockups neither fail the run nor stop the other guests.
-            let allow = if mode.crawls_under_overcommit() && oc != Overcommit::X1 {
+            let allow = if mode.stalls_at(oc) {
                 "allow_kernel_problems = true\n"
             } else {
                 ""
