@@ -389,6 +389,10 @@ const T_GUEST_PVLOCK: f64 = 3.0;
 /// statistics snapshot.
 const T_AFTER_STEP: f64 = 2.0;
 
+/// How long a guest waits at a barrier for the other guests of its boot
+/// before its workload (the bound; they usually arrive within seconds).
+pub const BARRIER_SECS: u64 = 120;
+
 impl Settings {
     /// The settings of the quick or the full matrix; `reps` overrides the
     /// default repetitions (3 quick, 5 full).
@@ -673,6 +677,9 @@ impl Unit {
         }
         for w in ws {
             t += s.step_timeout(mode, *w) + 10;
+            if mode.guests(self.overcommit) > 1 {
+                t += BARRIER_SECS + 10;
+            }
         }
         t
     }
@@ -718,6 +725,14 @@ impl Unit {
             for w in Workload::RUN_ORDER.iter().filter(|w| ws.contains(w)) {
                 let timeout = s.step_timeout(*mode, *w);
                 let id = w.step_id();
+                // Guests that run at once start each workload together:
+                // one whose plan ran ahead would measure alone.
+                if mode.guests(oc) > 1 {
+                    steps.push(format!(
+                        r#"{{ run = "barrier", args = ["{id}", "{BARRIER_SECS}"], timeout = {}, id = "barrier-{id}" }}"#,
+                        BARRIER_SECS + 10
+                    ));
+                }
                 match w {
                     Workload::Hackbench => steps.push(format!(
                         r#"{{ run = "hackbench", args = ["{vcpus}", "{}", "{}"], timeout = {timeout}, id = "{id}" }}"#,
@@ -1204,6 +1219,27 @@ mod tests {
             if u.overcommit == Overcommit::Two {
                 assert_eq!(sc.l2_instances().len(), 8);
                 assert!(sc.l2_instances().contains(&"upstream-2".to_string()));
+            }
+            // Guests that run at once meet at a barrier before each
+            // workload, right before it; a guest alone has none.
+            for g in ["native", "upstream", "kickcpu", "hostkvm"] {
+                let p = plan_of(g);
+                let workloads = ["uncontended", "hackbench", "stressng", "contended"]
+                    .iter()
+                    .filter(|id| p.contains(&format!("step {id} ")))
+                    .collect::<Vec<_>>();
+                assert!(!workloads.is_empty(), "{p}");
+                for id in workloads {
+                    let barrier =
+                        format!("step barrier-{id} 130 barrier {id} {BARRIER_SECS}\nstep {id} ");
+                    assert_eq!(
+                        p.contains(&barrier),
+                        u.overcommit == Overcommit::Two,
+                        "{}: {p}",
+                        u.name()
+                    );
+                }
+                assert_eq!(p.contains("barrier"), u.overcommit == Overcommit::Two);
             }
         }
         let _ = std::fs::remove_dir_all(&dir);

@@ -529,11 +529,33 @@ l2_relay() {
 		case "$l" in
 		*" step-begin "*) ;;
 		*"@@PV L2."*" hcmark "*) hist_stop "$1:${l##* hcmark }"; hist_start ;;
+		*"@@PV L2."*" barrier "*) l2_barrier "$1" "${l##* barrier }" ;;
 		*"csd: Detected non-responsive"*) waitrec "$1" ipi-wait ;;
 		*"rcu: INFO"*) waitrec "$1" rcu-stall ;;
 		*"soft lockup"* | *"hard LOCKUP"*) waitrec "$1" lockup ;;
 		esac
 	done
+}
+
+# l2_barrier NAME LABEL: L2 NAME reached barrier LABEL. Once all
+# $PV_BAR_N guests of this l2 step have, a line to each one's second serial
+# port (a FIFO that its QEMU reads) lets them on. Of the relays that see the
+# count complete, the one whose rename of the barrier's directory succeeds
+# opens it, so each guest gets one line per barrier, and a later barrier of
+# the same name starts afresh.
+PV_BAR_DIR=${PV_BAR_DIR:-/tmp/pv-bar}
+l2_barrier() {
+	b_dir=$PV_BAR_DIR/$(printf %s "$2" | tr -c 'A-Za-z0-9_.-' _)
+	mkdir -p "$b_dir" && : >"$b_dir/$1" || return 0
+	[ "$(ls "$b_dir" 2>/dev/null | wc -l)" -ge "${PV_BAR_N:-1}" ] || return 0
+	b_open=$b_dir.open.$$
+	mv "$b_dir" "$b_open" 2>/dev/null || return 0
+	for b_g in "$b_open"/*; do
+		# Read-write: never blocks, even if that guest's QEMU is gone.
+		echo go 1<>"$PV_HOST$PV_QMP_DIR/bar-${b_g##*/}"
+	done
+	mark barrier-open "$2 guests=$(ls "$b_open" | tr '\n' ' ')"
+	rm -rf "$b_open"
 }
 
 # l2_watch NAME SEEN: until file SEEN.done exists, register samples (l2_regs)
@@ -573,6 +595,15 @@ l2() {
 	# A guest that resets (triple fault) leaves QEMU with status 0 and no
 	# message: trace KVM's shutdown exits (SVM exit code 0x7f) to name them.
 	echo 'exit_reason == 127' >"$EX/filter" 2>/dev/null && echo 1 >"$EX/enable"
+	# Barriers count every guest of this step (l2_barrier).
+	PV_BAR_N=0
+	for spec in "$@"; do
+		r=${spec#*:}
+		PV_BAR_N=$((PV_BAR_N + ${r%%:*}))
+	done
+	export PV_BAR_N
+	rm -rf "$PV_BAR_DIR"
+	mkdir -p "$PV_BAR_DIR"
 	for spec in "$@"; do
 		g=${spec%%:*}; r=${spec#*:}
 		n=${r%%:*}; r=${r#*:}
@@ -585,7 +616,9 @@ l2() {
 		while [ $i -le "$n" ]; do
 			name=$g-$i
 			seen=/tmp/pv-seen-$name
-			rm -f "$PV_HOST$PV_QMP_DIR/qmp-$name.sock" "$seen" "$seen.done"
+			rm -f "$PV_HOST$PV_QMP_DIR/qmp-$name.sock" "$PV_HOST$PV_QMP_DIR/bar-$name" "$seen" "$seen.done"
+			# The guest's second serial port: barriers (l2_barrier).
+			mkfifo "$PV_HOST$PV_QMP_DIR/bar-$name"
 			(
 				l2_watch "$name" "$seen" &
 				w=$!
@@ -596,6 +629,7 @@ l2() {
 					# shellcheck disable=SC2086 # $aff: empty, or taskset and its CPU list
 					timeout "$to" chroot /host $aff qemu-system-x86_64 -accel kvm -cpu "$model" \
 						-smp "$cpus" -m "$mem" -nographic -monitor none -no-reboot $PV_L2_MACHINE $qx \
+						-serial stdio -serial "pipe:$PV_QMP_DIR/bar-$name" \
 						-qmp "unix:$PV_QMP_DIR/qmp-$name.sock,server=on,wait=off" \
 						-kernel "$pv_kernel" -initrd "$pv_initrd" \
 						-append "console=ttyS0 panic=-1 oops=panic quiet no-kvmapf csdlock_debug=1 pv_level=2 pv_group=$g pv_name=$name $cmd" \
@@ -661,6 +695,30 @@ hackbench() {
 		return 1
 	fi
 	mark hackbench "groups=$g loops=$l rc=0 secs=$secs time=$t"
+}
+
+# barrier NAME [SECONDS] (L2): waits until every guest that L1 booted in
+# the same l2 step reached barrier NAME, at most SECONDS (120 by default),
+# so that the guests' measurements run at the same time (a guest whose plan
+# runs ahead measures with the others' vCPUs idle). L1 counts the guests'
+# "barrier" marks and then writes a line to each one's second serial port
+# (l2_barrier). The port is open before the mark, so the line cannot come
+# before anyone reads it.
+PV_BAR_PORT=${PV_BAR_PORT:-/dev/ttyS1}
+barrier() {
+	[ -e "$PV_BAR_PORT" ] || { mark barrier-error "$1 no port $PV_BAR_PORT"; return 1; }
+	exec 3<>"$PV_BAR_PORT" || { mark barrier-error "$1 cannot open $PV_BAR_PORT"; return 1; }
+	stty raw -echo <&3 2>/dev/null
+	b_t0=$(uptime_s)
+	mark barrier "$1"
+	if read -r -t "${2:-120}" _ <&3; then
+		mark barrier-passed "$1 waited=$(elapsed "$b_t0")"
+		exec 3<&-
+		return 0
+	fi
+	mark barrier-error "$1 timeout=${2:-120}"
+	exec 3<&-
+	return 1
 }
 
 # stressng STRESSORS INSTANCES SECONDS [TIMEOUT]: stress-ng's STRESSORS

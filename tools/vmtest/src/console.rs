@@ -187,6 +187,9 @@ pub struct Node {
     pub hackbench: Vec<Hackbench>,
     /// `stressng` results.
     pub stressng: Vec<StressNg>,
+    /// `barrier` steps passed: `name`, and `waited` (seconds until every
+    /// guest of the l2 step had reached it).
+    pub barriers: Vec<BTreeMap<String, String>>,
     pub warnings: Option<u64>,
     /// L1: KVM hypercalls by number (decimal string) during each `l2` step.
     pub hypercalls: BTreeMap<String, BTreeMap<String, u64>>,
@@ -1094,6 +1097,16 @@ impl Parsed {
             }
             "loadloop" => node.loadloops.push(kv(&data)),
             "cpus" => node.cpus.push(kv(&data)),
+            "barrier-passed" => {
+                let mut m = kv(&data);
+                if let Some(name) = data.split_whitespace().next() {
+                    m.insert("name".into(), name.into());
+                }
+                node.barriers.push(m);
+            }
+            // A guest that never reached the barrier, or no port to wait on:
+            // the guests' measurements did not start together.
+            "barrier-error" => node.errors.push(format!("barrier: {data}")),
             "hotplug" => node.hotplug.push(kv(&data)),
             "hackbench" => {
                 let m = kv(&data);
@@ -1428,6 +1441,20 @@ mod tests {
         let g = &p.nodes["g-1"];
         assert_eq!(g.exit_rc, Some(0));
         assert_eq!(g.steps[0].call, "locktorture");
+    }
+
+    #[test]
+    fn parses_barriers() {
+        let mut p = Parsed::default();
+        p.line("[g-1] @@PV L2.g-1 barrier contended");
+        p.line("[g-1] @@PV L2.g-1 barrier-passed contended waited=12.40");
+        p.line("[g-1] @@PV L2.g-1 barrier hackbench");
+        p.line("[g-1] @@PV L2.g-1 barrier-error hackbench timeout=120");
+        let g = &p.nodes["g-1"];
+        assert_eq!(g.barriers.len(), 1);
+        assert_eq!(g.barriers[0]["name"], "contended");
+        assert_eq!(g.barriers[0]["waited"], "12.40");
+        assert_eq!(g.errors, vec!["barrier: hackbench timeout=120".to_string()]);
     }
 
     #[test]

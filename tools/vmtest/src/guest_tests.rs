@@ -429,3 +429,100 @@ fn l1_records_how_long_an_l2s_vcpus_waited_on_its_run_queues() {
         ["qmp_capabilities", "query-cpus-fast"]
     );
 }
+
+/// L1 lets the guests of an l2 step past a barrier only once all of them
+/// reached it, with one line each per barrier, and a barrier of the same
+/// name later starts afresh. (The guests' ports are plain files here; in a
+/// run they are FIFOs that each guest's QEMU reads.)
+#[test]
+fn l1_opens_a_barrier_once_every_guest_reached_it() {
+    let bin = tempfile::tempdir().unwrap();
+    let host = tempfile::tempdir().unwrap();
+    let run = host.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    let bars = host.path().join("bars");
+    for g in ["g-1", "g-2", "h-1"] {
+        std::fs::write(run.join(format!("bar-{g}")), "").unwrap();
+    }
+    let Some((rc, out)) = sh(
+        r#"show() { for f in $PV_HOST/run/bar-*; do echo "${f##*/}: $(tr '\n' ' ' <"$f")"; : >"$f"; done; }
+           l2_barrier g-1 contended; echo "after 1: $(cat $PV_HOST/run/bar-* | wc -l)"
+           l2_barrier g-2 contended; echo "after 2: $(cat $PV_HOST/run/bar-* | wc -l)"
+           l2_barrier h-1 contended; show
+           l2_barrier g-2 'again/../x'; l2_barrier h-1 'again/../x'; l2_barrier g-1 'again/../x'; show
+           l2_barrier g-1 contended; l2_barrier g-2 contended; show
+           ls "$PV_BAR_DIR""#,
+        bin.path(),
+        &[
+            ("PV_HOST", host.path().to_str().unwrap()),
+            ("PV_QMP_DIR", "/run"),
+            ("PV_BAR_DIR", bars.to_str().unwrap()),
+            ("PV_BAR_N", "3"),
+        ],
+    ) else {
+        return;
+    };
+    assert_eq!(rc, 0, "{out}");
+    assert_eq!(
+        lines(&out),
+        [
+            "after 1: 0",
+            "after 2: 0",
+            "@@PV L1.l1 barrier-open contended guests=g-1 g-2 h-1 ",
+            "bar-g-1: go ",
+            "bar-g-2: go ",
+            "bar-h-1: go ",
+            "@@PV L1.l1 barrier-open again/../x guests=g-1 g-2 h-1 ",
+            "bar-g-1: go ",
+            "bar-g-2: go ",
+            "bar-h-1: go ",
+            "bar-g-1: ",
+            "bar-g-2: ",
+            "bar-h-1: ",
+            "contended",
+        ]
+    );
+}
+
+/// A guest at a barrier marks it with its port already open, passes on the
+/// line L1 sends and says how long it waited; with no line within its bound
+/// it fails, marked.
+#[test]
+fn a_guest_waits_at_a_barrier_for_l1s_line() {
+    let bin = tempfile::tempdir().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let port = d.path().join("ttyS1");
+    let Ok(st) = Command::new("mkfifo").arg(&port).status() else {
+        eprintln!("no mkfifo: skipped");
+        return;
+    };
+    assert!(st.success());
+    let Some((rc, out)) = sh(
+        r#"barrier b1 10 & pid=$!
+           sleep 1; echo go >"$PV_BAR_PORT"
+           wait $pid; echo rc=$?
+           barrier b2 1; echo rc=$?"#,
+        bin.path(),
+        &[
+            ("pv_level", "2"),
+            ("pv_name", "g-1"),
+            ("PV_BAR_PORT", port.to_str().unwrap()),
+        ],
+    ) else {
+        return;
+    };
+    assert_eq!(rc, 0, "{out}");
+    let l = lines(&out);
+    assert_eq!(l.len(), 6, "{out}");
+    assert_eq!(l[0], "@@PV L2.g-1 barrier b1");
+    let waited: f64 = l[1]
+        .strip_prefix("@@PV L2.g-1 barrier-passed b1 waited=")
+        .unwrap_or_else(|| panic!("{out}"))
+        .parse()
+        .unwrap();
+    assert!((0.5..9.0).contains(&waited), "{out}");
+    assert_eq!(l[2], "rc=0");
+    assert_eq!(l[3], "@@PV L2.g-1 barrier b2");
+    assert_eq!(l[4], "@@PV L2.g-1 barrier-error b2 timeout=1");
+    assert_eq!(l[5], "rc=1");
+}

@@ -226,6 +226,7 @@ const STEP_FUNCTIONS: &[&str] = &[
     "hcmark",
     "hackbench",
     "stressng",
+    "barrier",
 ];
 
 impl Scenario {
@@ -383,6 +384,9 @@ fn check_steps(steps: &[Step], l1: bool) -> Result<()> {
                         STEP_FUNCTIONS.join(", ")
                     );
                 }
+                if f == "barrier" {
+                    check_barrier(s, l1)?;
+                }
             }
             (None, false) if l1 => {}
             (None, false) => bail!("only L1 steps can boot l2 guests"),
@@ -393,6 +397,28 @@ fn check_steps(steps: &[Step], l1: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A `barrier` step: L2 only (L1 lets the guests of one `l2` step on),
+/// `args = [NAME]` or `[NAME, SECONDS]`, NAME of letters, digits, `_`, `.`
+/// and `-` (L1 keeps a directory by that name).
+fn check_barrier(s: &Step, l1: bool) -> Result<()> {
+    if l1 {
+        bail!("'barrier' is an L2 step: L1 lets the guests of one l2 step on together");
+    }
+    let name_ok = |n: &str| {
+        !n.is_empty()
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+    };
+    match s.args.as_slice() {
+        [name] if name_ok(name) => Ok(()),
+        [name, secs] if name_ok(name) && secs.parse::<u32>().is_ok_and(|v| v > 0) => Ok(()),
+        _ => bail!(
+            "a barrier step takes args = [NAME] or [NAME, SECONDS] (NAME of letters, digits, '_', '.' and '-'; SECONDS > 0), not {:?}",
+            s.args
+        ),
+    }
 }
 
 /// The shell lines of a plan; `l2_specs` gives the spec arguments of an
@@ -507,6 +533,39 @@ steps = [
             .unwrap_err()
             .to_string()
             .contains("never booted"));
+    }
+
+    #[test]
+    fn barriers_are_l2_steps_with_a_plain_name() {
+        let step = |args: &str| {
+            BASIC.replace(
+                r#"{ run = "sh_step", args = ["echo it's"] },"#,
+                &format!(r#"{{ run = "barrier", args = {args} }},"#),
+            )
+        };
+        let s = parse(&step(r#"["contended"]"#)).unwrap();
+        assert!(s.plans()[1]
+            .1
+            .contains("step barrier2 120 barrier contended\n"));
+        assert!(parse(&step(r#"["hackbench", "60"]"#)).is_ok());
+        for bad in [
+            r#"[]"#,
+            r#"["a b"]"#,
+            r#"["../x"]"#,
+            r#"["x", "0"]"#,
+            r#"["x", "1", "2"]"#,
+        ] {
+            let e = parse(&step(bad)).unwrap_err().to_string();
+            assert!(e.contains("a barrier step takes"), "{bad}: {e}");
+        }
+        let l1 = BASIC.replace(
+            r#"{ run = "load", args = ["host_kvm", "force=1"] },"#,
+            r#"{ run = "barrier", args = ["x"] },"#,
+        );
+        assert!(parse(&l1)
+            .unwrap_err()
+            .to_string()
+            .contains("is an L2 step"));
     }
 
     #[test]
