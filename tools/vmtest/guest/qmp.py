@@ -28,6 +28,18 @@ human deciding a stall; the harness's verdicts do not use them:
                                 32-bit word there: the lock word, when a
                                 vCPU spins or waits on a lock
 
+and one that the harness reads:
+
+    iframes=RET:IP:FLAGS,...    interrupt and exception frames (struct
+                                pt_regs) among the first 512 words of the
+                                stack, innermost first (at most 6): the
+                                return address into the entry code that
+                                called the handler, and the interrupted
+                                code's RIP and RFLAGS as the CPU saved
+                                them. A maskable interrupt's entry with IF
+                                clear in its saved RFLAGS is an interrupt
+                                the CPU delivered with interrupts disabled.
+
 Errors (QEMU cannot stop a vCPU thread within 10 s, say) end it with a
 non-zero status and a message.
 """
@@ -42,6 +54,26 @@ TEXT_LO, TEXT_HI = 0xFFFFFFFF80000000, 0xFFFFFFFFFF000000
 DATA_LO = 0xFF00000000000000
 GPRS = ("RAX", "RBX", "RCX", "RDX", "RSI", "RDI", "RBP",
         "R8", "R9", "R10", "R11", "R12", "R13", "R14", "R15")
+
+
+def iframes(words):
+    """The struct pt_regs frames among stack words, innermost first, as
+    "RET:IP:FLAGS": RET (the word before the frame) a text address, the
+    entry code's return from its call of the handler; CS the kernel's
+    (0x10) with IP in its text and SS 0 or the kernel's (0x18), or the
+    user's (0x33, 0x2b); RFLAGS with its always-set bit 1 and nothing
+    above bit 21."""
+    out = []
+    for i in range(1, len(words) - 20):
+        ret, ip, cs, fl, sp, ss = (words[i - 1], words[i + 16], words[i + 17],
+                                   words[i + 18], words[i + 19], words[i + 20])
+        if not TEXT_LO <= ret < TEXT_HI or not fl & 2 or fl >> 22:
+            continue
+        kernel = cs == 0x10 and ss in (0, 0x18) and TEXT_LO <= ip < TEXT_HI and sp >= DATA_LO
+        user = cs == 0x33 and ss == 0x2B and ip < 0x800000000000
+        if kernel or user:
+            out.append("%x:%x:%x" % (ret, ip, fl))
+    return out
 
 
 def main():
@@ -97,13 +129,14 @@ def main():
                 return m.group(1) if m else "0"
 
             rsp, cpl = int(reg("RSP"), 16), int(reg("CPL"))
-            stack, deep, ptrs = [], [], []
+            stack, deep, ptrs, frames = [], [], [], []
             if cpl == 0 and rsp:
-                out = hmp("x/64gx 0x%x" % rsp, cpu)
+                out = hmp("x/512gx 0x%x" % rsp, cpu)
                 words = [int(w, 16) for w in re.findall(r" 0x([0-9a-f]{16})", out)]
                 text = lambda ws: ["%x" % w for w in ws if TEXT_LO <= w < TEXT_HI]
                 stack = text(words[:24])[:12]
-                deep = text(words[24:])[:24]
+                deep = text(words[24:64])[:24]
+                frames = iframes(words)[:6]
                 for k in GPRS:
                     v = int(reg(k), 16)
                     if DATA_LO <= v < TEXT_LO and v % 4 == 0:
@@ -111,7 +144,7 @@ def main():
                         if m:
                             ptrs.append("%s:%x:%s" % (k.lower(), v, m.group(1)))
             extra = "".join(" %s=%s" % (k, ",".join(v))
-                            for k, v in (("deep", deep), ("ptrs", ptrs)) if v)
+                            for k, v in (("deep", deep), ("ptrs", ptrs), ("iframes", frames)) if v)
             print("sample=%d cpu=%d rip=%s rfl=%s hlt=%s cpl=%d stack=%s%s"
                   % (sample, cpu, reg("RIP"), reg("RFL"), reg("HLT"), cpl, ",".join(stack), extra))
 

@@ -287,9 +287,9 @@ fn l1_samples_an_l2s_registers_through_its_qmp_socket() {
     assert_eq!(
         lines(&out),
         [
-            "@@PV L1.l1 regs g-1 sample=1 cpu=0 rip=ffffffff81480b26 rfl=00000246 hlt=1 cpl=0 stack=ffffffff8148077e,ffffffffa0001234 ptrs=r15:ff11000000132120:0000000000000001",
+            "@@PV L1.l1 regs g-1 sample=1 cpu=0 rip=ffffffff81480b26 rfl=00000246 hlt=1 cpl=0 stack=ffffffff8148077e,ffffffffa0001234,ffffffff81001346,ffffffff81234567 ptrs=r15:ff11000000132120:0000000000000001 iframes=ffffffff81001346:ffffffff81234567:46",
             "@@PV L1.l1 regs g-1 sample=1 cpu=1 rip=000055ca3bfdf529 rfl=00000246 hlt=0 cpl=3 stack=",
-            "@@PV L1.l1 regs g-1 sample=2 cpu=0 rip=ffffffff81480b26 rfl=00000246 hlt=1 cpl=0 stack=ffffffff8148077e,ffffffffa0001234 ptrs=r15:ff11000000132120:0000000000000001",
+            "@@PV L1.l1 regs g-1 sample=2 cpu=0 rip=ffffffff81480b26 rfl=00000246 hlt=1 cpl=0 stack=ffffffff8148077e,ffffffffa0001234,ffffffff81001346,ffffffff81234567 ptrs=r15:ff11000000132120:0000000000000001 iframes=ffffffff81001346:ffffffff81234567:46",
             "@@PV L1.l1 regs g-1 sample=2 cpu=1 rip=000055ca3bfdf529 rfl=00000246 hlt=0 cpl=3 stack=",
             "rc=0"
         ],
@@ -298,7 +298,7 @@ fn l1_samples_an_l2s_registers_through_its_qmp_socket() {
     let got = server.join().unwrap();
     // The stack of the kernel-mode vCPU is read through that vCPU.
     assert!(
-        got.contains(&"x/64gx 0xffa0000000093e10 @0".to_string()),
+        got.contains(&"x/512gx 0xffa0000000093e10 @0".to_string()),
         "{got:?}"
     );
     assert!(!got.iter().any(|c| c.ends_with("@1")), "{got:?}");

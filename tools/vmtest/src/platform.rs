@@ -747,6 +747,19 @@ fn silent_kernel(name: &str, n: &Node) -> Option<Event> {
     // next interrupt (its timer's, at the latest), so the level below
     // delivered none for a minute. A vCPU halted in a lock wait shows the
     // wait on its stack.
+    // A vCPU that took a maskable interrupt with interrupts off: what its
+    // interrupted code held, the handler waits for (the irq-in-irq of a
+    // silent kernel, which prints no stack). Before the project's-code
+    // rule: a lock wait nested this way waits for its own CPU.
+    if let Some(v) = regs::masked_interrupt(&n.regs) {
+        return event(
+            Signature::IrqInIrq,
+            format!(
+                "{v}: the CPU delivered an interrupt with interrupts disabled, and the handler waits for what the code it interrupted holds ({}; nested TCG)",
+                regs::describe(&n.regs)
+            ),
+        );
+    }
     if !l1 {
         if let Some(v) = regs::host_state_in_guest(&n.regs) {
             return event(
@@ -1357,6 +1370,7 @@ steps = [
     fn a_silent_kernel_is_judged_by_where_its_vcpus_are() {
         let s = scenario(PVLOCK);
         let map = "ffffffff81000000 T _stext
+            ffffffff81001330 T asm_sysvec_apic_timer_interrupt
             ffffffff81480b00 t default_idle
             ffffffff81490000 T rust_helper_pvlock_kvm_wait
             ffffffff814b0000 T do_idle
@@ -1405,6 +1419,28 @@ steps = [
         let mut hlt_wait = all_idle.clone();
         hlt_wait[1] = "@@PV L1.l1 regs g-1 sample=1 cpu=1 rip=ffffffff81480b26 rfl=00000246 hlt=1 cpl=0 stack=ffffffffa0000300".into();
         assert!(!judged(&s, &silent(&hlt_wait), &stalled("g-1")).platform());
+        // The same wait, but nested in a timer interrupt whose frame says
+        // the CPU delivered it with interrupts off (IF=0 saved), in both
+        // samples: what it waits for, its own CPU holds; the platform's.
+        // With IF=1 saved, an ordinary interrupt: still the project's.
+        let nested = |fl: &str| {
+            let mut v = waiting.clone();
+            for (i, smp) in [(2, 1), (6, 2)] {
+                v[i] = format!("@@PV L1.l1 regs g-1 sample={smp} cpu=2 rip=ffffffff8149001c rfl=00000046 hlt=0 cpl=0 stack=ffffffffa0000200 iframes=ffffffff8100134a:ffffffff814b0040:{fl}");
+            }
+            v
+        };
+        let judge_with = |lines: &[String]| judged(&s, &silent(lines), &stalled("g-1"));
+        let j = judge_with(&nested("46"));
+        assert_eq!(signatures(&j), ["irq-in-irq"]);
+        assert!(
+            j.why().contains(
+                "entered at asm_sysvec_apic_timer_interrupt+0x1a from do_idle+0x40 with IF=0"
+            ),
+            "{}",
+            j.why()
+        );
+        assert!(!judge_with(&nested("246")).platform());
         // A vCPU that spins outside the project with interrupts off: the
         // registers do not decide, and with guest_pvlock loaded it stays
         // a failure.

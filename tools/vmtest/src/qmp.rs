@@ -206,9 +206,25 @@ RIP=000055ca3bfdf529 RFL=00000246 [---Z-P-] CPL=3 II=0 A20=1 SMM=0 HLT=0\r
                 let out = if c == "info registers -a" {
                     INFO_REGISTERS.to_string()
                 } else {
-                    "ffa0000000093e10: 0x0000000000000001 0xffffffff8148077e\r\n\
-                     ffa0000000093e20: 0xff11000100b0a000 0xffffffffa0001234\r\n"
-                        .to_string()
+                    // Four words, then an interrupt's frame: the entry's
+                    // return address and a struct pt_regs (r15 .. orig_ax,
+                    // then ip, cs, flags (IF clear), sp, ss).
+                    let mut w: Vec<u64> = vec![
+                        1,
+                        0xffffffff8148077e,
+                        0xff11000100b0a000,
+                        0xffffffffa0001234,
+                        0xffffffff81001346,
+                    ];
+                    w.extend([0; 16]);
+                    w.extend([0xffffffff81234567, 0x10, 0x46, 0xffa0000000093f00, 0x18]);
+                    w.chunks(2)
+                        .enumerate()
+                        .map(|(i, c)| {
+                            let ws: String = c.iter().map(|x| format!(" 0x{x:016x}")).collect();
+                            format!("{:x}:{ws}\r\n", 0xffa0000000093e10u64 + 16 * i as u64)
+                        })
+                        .collect()
                 };
                 got.push(match v["arguments"]["cpu-index"].as_u64() {
                     Some(i) => format!("{c} @{i}"),
@@ -236,16 +252,16 @@ RIP=000055ca3bfdf529 RFL=00000246 [---Z-P-] CPL=3 II=0 A20=1 SMM=0 HLT=0\r
         // answers every `x` alike; QEMU prints one 32-bit word for x/1wx).
         assert_eq!(
             lines[0],
-            "sample=1 cpu=0 rip=ffffffff81480b26 rfl=00000246 hlt=1 cpl=0 stack=ffffffff8148077e,ffffffffa0001234 ptrs=r15:ff11000000132120:0000000000000001"
+            "sample=1 cpu=0 rip=ffffffff81480b26 rfl=00000246 hlt=1 cpl=0 stack=ffffffff8148077e,ffffffffa0001234,ffffffff81001346,ffffffff81234567 ptrs=r15:ff11000000132120:0000000000000001 iframes=ffffffff81001346:ffffffff81234567:46"
         );
         assert_eq!(
             server.join().unwrap(),
             [
                 "info registers -a",
-                "x/64gx 0xffa0000000093e10 @0",
+                "x/512gx 0xffa0000000093e10 @0",
                 "x/1wx 0xff11000000132120 @0",
                 "info registers -a",
-                "x/64gx 0xffa0000000093e10 @0",
+                "x/512gx 0xffa0000000093e10 @0",
                 "x/1wx 0xff11000000132120 @0",
             ]
         );

@@ -150,6 +150,40 @@ pub struct VcpuRegs {
     pub project: Option<String>,
     /// Every address was named (symbols were there).
     pub resolved: bool,
+    /// Interrupt and exception frames on its stack, innermost first.
+    pub iframes: Vec<IFrame>,
+}
+
+/// An interrupt or exception frame on a vCPU's stack (`iframes=` of
+/// `qmp.py regs`): which entry code took it, and the interrupted code's
+/// RIP and RFLAGS as the CPU saved them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct IFrame {
+    /// The entry code's return address, named (`asm_sysvec_...+0x1a`).
+    pub entry: String,
+    /// The interrupted RIP, named.
+    pub at: String,
+    pub rflags: u64,
+}
+
+impl IFrame {
+    /// Taken through the entry of a maskable (external) interrupt, which
+    /// the CPU delivers only with RFLAGS.IF set; exceptions and NMIs come
+    /// whatever the flag.
+    pub fn maskable(&self) -> bool {
+        [
+            "asm_sysvec_",
+            "asm_common_interrupt+",
+            "asm_spurious_interrupt+",
+        ]
+        .iter()
+        .any(|k| self.entry.starts_with(k))
+    }
+
+    /// A maskable interrupt that came with interrupts disabled.
+    pub fn masked(&self) -> bool {
+        self.maskable() && self.rflags & RFLAGS_IF == 0
+    }
 }
 
 impl VcpuRegs {
@@ -185,6 +219,27 @@ impl VcpuRegs {
             r.at = "user space".into();
             return Some(r);
         }
+        let name = |a: u64| match owner(a, modules, syms) {
+            Owner::Project(s) | Owner::Other(s) => s,
+            Owner::Unknown if a < MODULES_START && a >> 47 == 0 => "user space".into(),
+            Owner::Unknown => format!("{a:#x}"),
+        };
+        r.iframes = kv
+            .get("iframes")
+            .map(|f| {
+                f.split(',')
+                    .filter_map(|fr| {
+                        let mut it = fr.split(':').map(|x| u64::from_str_radix(x, 16).ok());
+                        let (ret, ip, fl) = (it.next()??, it.next()??, it.next()??);
+                        Some(IFrame {
+                            entry: name(ret),
+                            at: name(ip),
+                            rflags: fl,
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         for (i, addr) in std::iter::once(r.rip).chain(r.stack.clone()).enumerate() {
             let o = owner(addr, modules, syms);
             if i == 0 {
@@ -269,6 +324,31 @@ pub fn host_state_in_guest(samples: &[VcpuRegs]) -> Option<String> {
         .iter()
         .find(|r| in_switch(r) && samples.iter().filter(|o| o.cpu == r.cpu).all(in_switch))
         .map(VcpuRegs::describe)
+}
+
+/// A vCPU whose stack holds, in every sample taken of it, the frame of a
+/// maskable interrupt that the CPU delivered with interrupts disabled (IF
+/// clear in the RFLAGS it saved): whatever the interrupted code held with
+/// interrupts off (a lock that the handler takes, say) it holds while the
+/// handler waits for it, for ever. Software cannot make the CPU do that;
+/// the emulated CPU did. Its description.
+pub fn masked_interrupt(samples: &[VcpuRegs]) -> Option<String> {
+    let frame = |r: &VcpuRegs| r.iframes.iter().find(|f| f.masked()).cloned();
+    samples.iter().find_map(|r| {
+        let f = frame(r)?;
+        samples
+            .iter()
+            .filter(|o| o.cpu == r.cpu)
+            .all(|o| frame(o).is_some())
+            .then(|| {
+                format!(
+                    "{}: a maskable interrupt entered at {} from {} with IF=0",
+                    r.describe(),
+                    f.entry,
+                    f.at
+                )
+            })
+    })
 }
 
 /// The verdict of `samples` of a kernel with `cpus` CPUs online.
@@ -432,6 +512,59 @@ ffffffff812e4000 T other
         moved[2] = r("sample=2 cpu=0 rip=ffffffff812e4010 rfl=00000246 hlt=0 cpl=0 stack=");
         assert_eq!(host_state_in_guest(&moved), None);
         assert_eq!(host_state_in_guest(&samples[1..2]), None);
+    }
+
+    #[test]
+    fn a_masked_interrupt_on_a_stack_is_the_platforms() {
+        // The stall of a pvlock-kickcpu guest under stress-ng
+        // (2026-12-04): vCPU 1 halted, as the queue head, in
+        // hrtimer_interrupt's wait for its base lock; the frame of that
+        // timer interrupt, below it, saved the interrupted code's flags.
+        let m = "ffffffff81000000 T _stext
+ffffffff81001330 T asm_sysvec_apic_timer_interrupt
+ffffffff81001400 T asm_exc_page_fault
+ffffffff810e20c0 T native_halt
+ffffffff81178f00 T __hrtimer_run_queues
+ffffffff812e3f40 T rust_helper_pvlock_halt
+ffffffff812e4000 T other
+";
+        let syms = Symbols::parse(m);
+        let r = |l: &str| VcpuRegs::parse(l, &mods(), Some(&syms)).unwrap();
+        let line = |sample, fl| {
+            format!("sample={sample} cpu=1 rip=ffffffff810e20d5 rfl=00000046 hlt=1 cpl=0 stack=ffffffff812e3f49 iframes=ffffffff8100134a:ffffffff81178fcf:{fl}")
+        };
+        let masked = [r(&line(1, "46")), r(&line(2, "46"))];
+        assert_eq!(masked[0].iframes.len(), 1);
+        assert_eq!(
+            masked[0].iframes[0],
+            IFrame {
+                entry: "asm_sysvec_apic_timer_interrupt+0x1a".into(),
+                at: "__hrtimer_run_queues+0xcf".into(),
+                rflags: 0x46
+            }
+        );
+        assert_eq!(
+            masked_interrupt(&masked).as_deref(),
+            Some("vCPU 1 at native_halt+0x15, rust_helper_pvlock_halt+0x9 on its stack (halted, IF=0): a maskable interrupt entered at asm_sysvec_apic_timer_interrupt+0x1a from __hrtimer_run_queues+0xcf with IF=0")
+        );
+        // Interrupts on when it came: an ordinary interrupt.
+        assert_eq!(
+            masked_interrupt(&[r(&line(1, "246")), r(&line(2, "246"))]),
+            None
+        );
+        // In one sample only: the vCPU moved on, no evidence.
+        assert_eq!(
+            masked_interrupt(&[r(&line(1, "46")), r(&line(2, "246"))]),
+            None
+        );
+        // An exception comes whatever IF says.
+        let exc = r("sample=1 cpu=0 rip=ffffffff810e20d5 rfl=00000046 hlt=0 cpl=0 stack= iframes=ffffffff81001420:ffffffff81178fcf:46");
+        assert!(!exc.iframes[0].maskable());
+        assert_eq!(masked_interrupt(&[exc]), None);
+        // From user space, and frames that do not parse.
+        let u = r("sample=1 cpu=0 rip=ffffffff810e20d5 rfl=00000046 hlt=0 cpl=0 stack= iframes=ffffffff8100134a:55ca3bfdf529:246,zz:1");
+        assert_eq!(u.iframes.len(), 1);
+        assert_eq!(u.iframes[0].at, "user space");
     }
 
     #[test]
