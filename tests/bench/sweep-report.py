@@ -23,8 +23,16 @@ import statistics
 import sys
 
 
+def runs(n):
+    """The guest's measurements: locktorture runs, or (a hackbench sweep)
+    hackbench runs as loops per second, 1 / their time."""
+    if n.get("hackbench"):
+        return [{"per_sec": 1 / h["time"] if h.get("time") else 0} for h in n["hackbench"]]
+    return n.get("locktorture", [])
+
+
 def rates(n):
-    return [lt.get("per_sec") or 0 for lt in n.get("locktorture", [])]
+    return [lt.get("per_sec") or 0 for lt in runs(n)]
 
 
 def summary(path):
@@ -53,7 +61,7 @@ def guest(pv, base):
     by = {}
     stats = pv.get("stats") or []
     j = 0  # the variant "upstream" runs without guest_pvlock: no stat step
-    for i, lt in enumerate(pv.get("locktorture", [])):
+    for i, lt in enumerate(runs(pv)):
         if i < len(names):
             s = {}
             if names[i] != "upstream":
