@@ -23,7 +23,7 @@ import statistics
 import sys
 
 
-def runs(n):
+def measurements(n):
     """The guest's measurements: locktorture runs, or (a hackbench sweep)
     hackbench runs as loops per second, 1 / their time."""
     if n.get("hackbench"):
@@ -31,8 +31,13 @@ def runs(n):
     return n.get("locktorture", [])
 
 
+def num(x):
+    """writes/s as integers; hackbench's loops/s (about 1) with 3 digits."""
+    return "%.0f" % x if x >= 100 else "%.3g" % x
+
+
 def rates(n):
-    return [lt.get("per_sec") or 0 for lt in runs(n)]
+    return [lt.get("per_sec") or 0 for lt in measurements(n)]
 
 
 def summary(path):
@@ -61,7 +66,7 @@ def guest(pv, base):
     by = {}
     stats = pv.get("stats") or []
     j = 0  # the variant "upstream" runs without guest_pvlock: no stat step
-    for i, lt in enumerate(runs(pv)):
+    for i, lt in enumerate(measurements(pv)):
         if i < len(names):
             s = {}
             if names[i] != "upstream":
@@ -79,8 +84,8 @@ def guest(pv, base):
         c = [s.get("dirs", {}).get("guest", {}).get("counters", {}) for _, _, s in runs]
         keys = ("taken_slow", "taken_steal", "taken_pending", "halts_head", "halts_node", "halts_early", "kicks", "yields")
         tot = {k: sum(x.get(k, 0) for x in c) // max(1, len(c)) for k in keys}
-        print("%-10s %s median %.0f  cv %.0f%%  max/min %.2f  /native %.2f  /upstream %.2f  %s" % (
-            name, " ".join("%.0f" % x for x in xs), m, 100 * cv, fair, m / base["nat-1"], m / base["up-1"],
+        print("%-10s %s median %s  cv %.0f%%  max/min %.2f  /native %.2f  /upstream %.2f  %s" % (
+            name, " ".join(num(x) for x in xs), num(m), 100 * cv, fair, m / base["nat-1"], m / base["up-1"],
             " ".join("%s=%d" % kv for kv in tot.items())))
     variants = list(dict.fromkeys(names))
     rounds = [dict(zip(names[i:i + len(variants)], rates(pv)[i:i + len(variants)]))
