@@ -739,14 +739,6 @@ fn silent_kernel(name: &str, n: &Node) -> Option<Event> {
             problems: false,
         })
     };
-    // Where its vCPUs were, taken before the NMI ([`crate::regs`]): one in
-    // the project's code (RIP, or a return address at the top of its
-    // stack) makes it the project's whatever else is seen; every vCPU
-    // halted with interrupts on, nowhere near the project's code, makes it
-    // the platform's: a halted CPU with interrupts on runs again at the
-    // next interrupt (its timer's, at the latest), so the level below
-    // delivered none for a minute. A vCPU halted in a lock wait shows the
-    // wait on its stack.
     // A vCPU that took a maskable interrupt with interrupts off: what its
     // interrupted code held, the handler waits for (the irq-in-irq of a
     // silent kernel, which prints no stack). Before the project's-code
@@ -760,6 +752,14 @@ fn silent_kernel(name: &str, n: &Node) -> Option<Event> {
             ),
         );
     }
+    // Where its vCPUs were, taken before the NMI ([`crate::regs`]): one in
+    // the project's code (RIP, or a return address at the top of its
+    // stack) makes it the project's whatever else is seen; every vCPU
+    // halted with interrupts on, nowhere near the project's code, makes it
+    // the platform's: a halted CPU with interrupts on runs again at the
+    // next interrupt (its timer's, at the latest), so the level below
+    // delivered none for a minute. A vCPU halted in a lock wait shows the
+    // wait on its stack.
     if !l1 {
         if let Some(v) = regs::host_state_in_guest(&n.regs) {
             return event(

@@ -106,6 +106,17 @@ enum Owner {
     Unknown,
 }
 
+impl Owner {
+    /// The name of `addr`, which this owns: the function or module and
+    /// offset, or the address itself when nothing names it.
+    fn name(self, addr: u64) -> String {
+        match self {
+            Owner::Project(s) | Owner::Other(s) => s,
+            Owner::Unknown => format!("{addr:#x}"),
+        }
+    }
+}
+
 fn is_project_symbol(name: &str) -> bool {
     name.contains("pvlock") || name.starts_with("pv_lock_")
 }
@@ -219,11 +230,7 @@ impl VcpuRegs {
             r.at = "user space".into();
             return Some(r);
         }
-        let name = |a: u64| match owner(a, modules, syms) {
-            Owner::Project(s) | Owner::Other(s) => s,
-            Owner::Unknown if a < MODULES_START && a >> 47 == 0 => "user space".into(),
-            Owner::Unknown => format!("{a:#x}"),
-        };
+        let name = |a: u64| owner(a, modules, syms).name(a);
         r.iframes = kv
             .get("iframes")
             .map(|f| {
@@ -233,7 +240,11 @@ impl VcpuRegs {
                         let (ret, ip, fl) = (it.next()??, it.next()??, it.next()??);
                         Some(IFrame {
                             entry: name(ret),
-                            at: name(ip),
+                            at: if ip >> 47 == 0 {
+                                "user space".into()
+                            } else {
+                                name(ip)
+                            },
                             rflags: fl,
                         })
                     })
@@ -243,10 +254,7 @@ impl VcpuRegs {
         for (i, addr) in std::iter::once(r.rip).chain(r.stack.clone()).enumerate() {
             let o = owner(addr, modules, syms);
             if i == 0 {
-                r.at = match &o {
-                    Owner::Project(s) | Owner::Other(s) => s.clone(),
-                    Owner::Unknown => format!("{addr:#x}"),
-                };
+                r.at = o.clone().name(addr);
             }
             match o {
                 Owner::Project(s) if r.project.is_none() => {
@@ -319,11 +327,15 @@ pub fn in_world_switch(f: &str) -> bool {
 /// does not run the guest's code, and whatever waits for it (a lock its
 /// code holds, an IPI) waits for ever. Its description.
 pub fn host_state_in_guest(samples: &[VcpuRegs]) -> Option<String> {
-    let in_switch = |r: &VcpuRegs| r.cpl == 0 && in_world_switch(&r.at);
+    in_every_sample(samples, |r| r.cpl == 0 && in_world_switch(&r.at)).map(VcpuRegs::describe)
+}
+
+/// The first sample of a vCPU for which `holds`, when it holds in every
+/// sample taken of that vCPU (one that held in one sample only moved on).
+fn in_every_sample(samples: &[VcpuRegs], holds: impl Fn(&VcpuRegs) -> bool) -> Option<&VcpuRegs> {
     samples
         .iter()
-        .find(|r| in_switch(r) && samples.iter().filter(|o| o.cpu == r.cpu).all(in_switch))
-        .map(VcpuRegs::describe)
+        .find(|r| holds(r) && samples.iter().filter(|o| o.cpu == r.cpu).all(&holds))
 }
 
 /// A vCPU whose stack holds, in every sample taken of it, the frame of a
@@ -333,22 +345,17 @@ pub fn host_state_in_guest(samples: &[VcpuRegs]) -> Option<String> {
 /// handler waits for it, for ever. Software cannot make the CPU do that;
 /// the emulated CPU did. Its description.
 pub fn masked_interrupt(samples: &[VcpuRegs]) -> Option<String> {
-    let frame = |r: &VcpuRegs| r.iframes.iter().find(|f| f.masked()).cloned();
-    samples.iter().find_map(|r| {
-        let f = frame(r)?;
-        samples
-            .iter()
-            .filter(|o| o.cpu == r.cpu)
-            .all(|o| frame(o).is_some())
-            .then(|| {
-                format!(
-                    "{}: a maskable interrupt entered at {} from {} with IF=0",
-                    r.describe(),
-                    f.entry,
-                    f.at
-                )
-            })
-    })
+    fn frame(r: &VcpuRegs) -> Option<&IFrame> {
+        r.iframes.iter().find(|f| f.masked())
+    }
+    let r = in_every_sample(samples, |r| frame(r).is_some())?;
+    let f = frame(r)?;
+    Some(format!(
+        "{}: a maskable interrupt entered at {} from {} with IF=0",
+        r.describe(),
+        f.entry,
+        f.at
+    ))
 }
 
 /// The verdict of `samples` of a kernel with `cpus` CPUs online.
