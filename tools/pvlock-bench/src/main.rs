@@ -11,7 +11,7 @@ use clap::Parser;
 use pvlock_bench::extract::{self, Measurement, Status};
 use pvlock_bench::markdown::{self, fmt_secs};
 use pvlock_bench::matrix::{self, Settings, Unit, Workload};
-use pvlock_bench::results_json::{ProgramFiles, Results, UnitRecord};
+use pvlock_bench::results_json::{Results, UnitRecord};
 use pvlock_bench::{chart, stats};
 use pvlock_common::cli;
 use pvlock_common::fmt::{fmt_mmss, fmt_num};
@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use vmtest::programs::{extra_files, program_files};
 use vmtest::run::{self, Config, INTERRUPTED};
 
 #[derive(Parser)]
@@ -82,72 +83,6 @@ struct Cli {
 
 fn main() -> ExitCode {
     cli::exit_status("pvlock-bench: error", real_main().map(ExitCode::from))
-}
-
-/// The files `ldd` names (libraries and the dynamic loader).
-fn ldd_paths(text: &str) -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    for line in text.lines() {
-        let l = line.trim();
-        let path = match l.split_once("=>") {
-            Some((_, r)) => r.split_whitespace().next(),
-            None => l.split_whitespace().next(),
-        };
-        if let Some(p) = path.filter(|p| p.starts_with('/')) {
-            v.push(PathBuf::from(p));
-        }
-    }
-    v
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-    })
-}
-
-/// Program `name` (`explicit`, or found on PATH) and its shared
-/// libraries, as initramfs extra files, the program as `usr/bin/<name>`;
-/// `None` if it is not installed.
-fn program_files(name: &str, explicit: Option<&Path>) -> Result<Option<ProgramFiles>> {
-    let prog = match explicit {
-        Some(p) => p.to_path_buf(),
-        None => match which(name) {
-            Some(p) => p,
-            None => return Ok(None),
-        },
-    };
-    let out = Command::new("ldd")
-        .arg(&prog)
-        .output()
-        .with_context(|| format!("cannot run ldd on {}", prog.display()))?;
-    let mut extra = vec![(prog.clone(), format!("usr/bin/{name}"))];
-    // A static program: ldd says "not a dynamic executable" and fails.
-    if out.status.success() {
-        for p in ldd_paths(&String::from_utf8_lossy(&out.stdout)) {
-            let dest = p.to_string_lossy().trim_start_matches('/').to_string();
-            extra.push((p, dest));
-        }
-    }
-    Ok(Some(ProgramFiles {
-        program: prog,
-        extra,
-    }))
-}
-
-/// The extra files of every program, each path in the image once.
-fn extra_files(programs: &[Option<&ProgramFiles>]) -> Vec<(PathBuf, String)> {
-    let mut out: Vec<(PathBuf, String)> = Vec::new();
-    for f in programs.iter().flatten() {
-        for (host, image) in &f.extra {
-            if !out.iter().any(|(_, d)| d == image) {
-                out.push((host.clone(), image.clone()));
-            }
-        }
-    }
-    out
 }
 
 /// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
@@ -711,20 +646,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ldd_output() {
-        let text = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibpthread.so.0 => /lib/x86_64-linux-gnu/libpthread.so.0 (0x00007f)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f)\n\t/lib64/ld-linux-x86-64.so.2 (0x00007f)\n";
-        assert_eq!(
-            ldd_paths(text),
-            [
-                "/lib/x86_64-linux-gnu/libpthread.so.0",
-                "/lib/x86_64-linux-gnu/libc.so.6",
-                "/lib64/ld-linux-x86-64.so.2"
-            ]
-            .map(PathBuf::from)
-        );
-    }
-
-    #[test]
     fn console_of_a_stopped_run() {
         let dir = std::env::temp_dir().join(format!("pvlock-bench-console-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -746,37 +667,6 @@ mod tests {
         assert_eq!(v["nodes"]["native-1"]["locktorture"][0]["total"], 3594867);
         assert_eq!(v["nodes"]["l1"]["booted"], true);
         let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn extra_files_once_each() {
-        let prog = |name: &str, libs: &[&str]| ProgramFiles {
-            program: PathBuf::from(format!("/usr/bin/{name}")),
-            extra: std::iter::once((
-                PathBuf::from(format!("/usr/bin/{name}")),
-                format!("usr/bin/{name}"),
-            ))
-            .chain(
-                libs.iter()
-                    .map(|l| (PathBuf::from(format!("/lib/{l}")), format!("lib/{l}"))),
-            )
-            .collect(),
-        };
-        let hb = prog("hackbench", &["libc.so.6"]);
-        let sn = prog("stress-ng", &["libm.so.6", "libc.so.6"]);
-        let images: Vec<String> = extra_files(&[Some(&hb), None, Some(&sn)])
-            .into_iter()
-            .map(|(_, d)| d)
-            .collect();
-        assert_eq!(
-            images,
-            [
-                "usr/bin/hackbench",
-                "lib/libc.so.6",
-                "usr/bin/stress-ng",
-                "lib/libm.so.6"
-            ]
-        );
     }
 
     #[test]

@@ -48,13 +48,7 @@ pub struct UnitRecord {
 
 /// A program of a macro workload (hackbench, stress-ng) and what it needs
 /// in the initramfs.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ProgramFiles {
-    /// The program on this machine.
-    pub program: PathBuf,
-    /// (host path, path in the image), for `vmtest --extra HOST:IMAGE`.
-    pub extra: Vec<(PathBuf, String)>,
-}
+pub use vmtest::programs::ProgramFiles;
 
 /// The whole of `results.json`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -7,6 +7,7 @@ pub mod console;
 pub mod initramfs;
 pub mod judge;
 pub mod platform;
+pub mod programs;
 pub mod qmp;
 pub mod rate;
 pub mod regs;

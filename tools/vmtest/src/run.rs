@@ -165,7 +165,9 @@ impl Config {
         self.kdir.join("arch/x86/boot/bzImage")
     }
 
-    fn inputs(&self) -> Result<initramfs::Inputs> {
+    /// The initramfs inputs of a run whose scenario names `scenario_programs`
+    /// (see [`crate::programs::scenario_files`]).
+    fn inputs(&self, scenario_programs: &[String]) -> Result<initramfs::Inputs> {
         let release = kernel_release(&self.kdir)?;
         let ours = self.modules.as_ref().unwrap_or(&self.repo);
         let mut modules = vec![
@@ -209,7 +211,17 @@ impl Config {
             kernel_release: release,
             modules,
             programs,
-            extra: self.extra.clone(),
+            extra: {
+                // The command line's --extra first: a path in the image
+                // that both name comes from there.
+                let mut extra = self.extra.clone();
+                for (host, image) in crate::programs::scenario_files(scenario_programs)? {
+                    if !extra.iter().any(|(_, d)| *d == image) {
+                        extra.push((host, image));
+                    }
+                }
+                extra
+            },
         })
     }
 }
@@ -699,7 +711,7 @@ pub fn rejudge(s: &Scenario, log: &Path, kdir: &Path) -> Result<String> {
 /// `<out>/<scenario>.json`. `earlier` holds the attempts of the rounds
 /// before (empty on the first run of `s`); their retries count.
 pub fn run(cfg: &Config, s: &Scenario, earlier: Vec<Attempt>) -> Result<Report> {
-    let base = initramfs::base(&cfg.inputs()?, &cfg.cache)?;
+    let base = initramfs::base(&cfg.inputs(&s.programs)?, &cfg.cache)?;
     let policy = Policy {
         retries: cfg.retries.unwrap_or(s.retries()),
         deadline: cfg.retry_deadline,

@@ -37,6 +37,12 @@ pub struct Scenario {
     /// Problems in kernel logs (WARNING, BUG, ...) that do not fail the run.
     #[serde(default)]
     pub allow_kernel_problems: bool,
+    /// Programs of this machine the guests run (e.g. `stress-ng`), found on
+    /// PATH and copied into the image with their shared libraries as
+    /// `/usr/bin/<name>` (see [`crate::programs`]); a missing one fails the
+    /// run before anything boots.
+    #[serde(default)]
+    pub programs: Vec<String>,
     pub l1: Level1,
     #[serde(default)]
     pub l2: Vec<Level2>,
@@ -283,6 +289,16 @@ impl Scenario {
         }
         if let Some(r) = &self.expect_failure {
             regex::Regex::new(r).context("expect_failure")?;
+        }
+        for p in &self.programs {
+            if p.is_empty()
+                || p.starts_with('.')
+                || !p
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'))
+            {
+                bail!("programs: '{p}' is not a program name (a name found on PATH, no '/')");
+            }
         }
         Ok(())
     }
@@ -566,6 +582,23 @@ steps = [
             .unwrap_err()
             .to_string()
             .contains("is an L2 step"));
+    }
+
+    #[test]
+    fn programs_are_plain_names() {
+        let with = |list: &str| BASIC.replace("[l1]", &format!("programs = {list}\n[l1]"));
+        let s = parse(&with(r#"["stress-ng", "hackbench"]"#)).unwrap();
+        assert_eq!(s.programs, ["stress-ng", "hackbench"]);
+        assert!(parse(BASIC).unwrap().programs.is_empty());
+        for bad in [
+            r#"["/usr/bin/stress-ng"]"#,
+            r#"[""]"#,
+            r#"["../x"]"#,
+            r#"["a b"]"#,
+        ] {
+            let e = parse(&with(bad)).unwrap_err().to_string();
+            assert!(e.contains("is not a program name"), "{bad}: {e}");
+        }
     }
 
     #[test]
