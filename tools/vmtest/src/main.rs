@@ -515,6 +515,12 @@ fn real_main() -> Result<()> {
             if list.is_empty() {
                 bail!("no scenario given (names, --fast or --all)");
             }
+            // A program a scenario needs and this machine lacks stops the
+            // run here, not after the scenarios before it have run.
+            for s in &list {
+                vmtest::programs::scenario_files(&s.programs)
+                    .with_context(|| format!("scenario {}", s.name))?;
+            }
             let kdir = cli.kdir.context(
                 "--kdir (or KDIR) must name the built kernel tree; 'make print-kdir' prints it",
             )?;
