@@ -75,15 +75,25 @@ pub fn program_files(name: &str, explicit: Option<&Path>) -> Result<Option<Progr
 
 /// The extra files of every program, each path in the image once.
 pub fn extra_files(programs: &[Option<&ProgramFiles>]) -> Vec<(PathBuf, String)> {
-    let mut out: Vec<(PathBuf, String)> = Vec::new();
+    let mut out = Vec::new();
     for f in programs.iter().flatten() {
-        for (host, image) in &f.extra {
-            if !out.iter().any(|(_, d)| d == image) {
-                out.push((host.clone(), image.clone()));
-            }
-        }
+        add_files(&mut out, f.extra.iter().cloned());
     }
     out
+}
+
+/// Adds to `out` the (host path, path in the image) pairs of `files` whose
+/// path in the image `out` does not have yet: the first to name a path
+/// keeps it.
+pub fn add_files(
+    out: &mut Vec<(PathBuf, String)>,
+    files: impl IntoIterator<Item = (PathBuf, String)>,
+) {
+    for (host, image) in files {
+        if !out.iter().any(|(_, d)| *d == image) {
+            out.push((host, image));
+        }
+    }
 }
 
 /// The files of a scenario's `programs`, each found on PATH; a program
@@ -146,6 +156,26 @@ mod tests {
                 "lib/libc.so.6",
                 "usr/bin/stress-ng",
                 "lib/libm.so.6"
+            ]
+        );
+    }
+
+    #[test]
+    fn first_file_for_an_image_path_keeps_it() {
+        let pair = |h: &str, i: &str| (PathBuf::from(h), i.to_string());
+        let mut out = vec![pair("/opt/stress-ng", "usr/bin/stress-ng")];
+        add_files(
+            &mut out,
+            [
+                pair("/usr/bin/stress-ng", "usr/bin/stress-ng"),
+                pair("/lib/libc.so.6", "lib/libc.so.6"),
+            ],
+        );
+        assert_eq!(
+            out,
+            [
+                pair("/opt/stress-ng", "usr/bin/stress-ng"),
+                pair("/lib/libc.so.6", "lib/libc.so.6")
             ]
         );
     }

@@ -215,11 +215,10 @@ impl Config {
                 // The command line's --extra first: a path in the image
                 // that both name comes from there.
                 let mut extra = self.extra.clone();
-                for (host, image) in crate::programs::scenario_files(scenario_programs)? {
-                    if !extra.iter().any(|(_, d)| *d == image) {
-                        extra.push((host, image));
-                    }
-                }
+                crate::programs::add_files(
+                    &mut extra,
+                    crate::programs::scenario_files(scenario_programs)?,
+                );
                 extra
             },
         })

@@ -291,12 +291,7 @@ impl Scenario {
             regex::Regex::new(r).context("expect_failure")?;
         }
         for p in &self.programs {
-            if p.is_empty()
-                || p.starts_with('.')
-                || !p
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+'))
-            {
+            if !plain_name(p, &['-', '_', '.', '+']) {
                 bail!("programs: '{p}' is not a program name (a name found on PATH, no '/')");
             }
         }
@@ -422,19 +417,25 @@ fn check_barrier(s: &Step, l1: bool) -> Result<()> {
     if l1 {
         bail!("'barrier' is an L2 step: L1 lets the guests of one l2 step on together");
     }
-    let name_ok = |n: &str| {
-        !n.is_empty()
-            && n.chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
-    };
+    let name_ok = |n: &str| plain_name(n, &['_', '.', '-']);
     match s.args.as_slice() {
         [name] if name_ok(name) => Ok(()),
         [name, secs] if name_ok(name) && secs.parse::<u32>().is_ok_and(|v| v > 0) => Ok(()),
         _ => bail!(
-            "a barrier step takes args = [NAME] or [NAME, SECONDS] (NAME of letters, digits, '_', '.' and '-'; SECONDS > 0), not {:?}",
+            "a barrier step takes args = [NAME] or [NAME, SECONDS] (NAME of letters, digits, '_', '.' and '-', not starting with '.'; SECONDS > 0), not {:?}",
             s.args
         ),
     }
+}
+
+/// Whether `n` can name a file (L1's directory of a barrier, a program on
+/// PATH): not empty, of letters, digits and the characters of `also`, and
+/// not starting with '.', so never `.` or `..`.
+fn plain_name(n: &str, also: &[char]) -> bool {
+    !n.is_empty()
+        && !n.starts_with('.')
+        && n.chars()
+            .all(|c| c.is_ascii_alphanumeric() || also.contains(&c))
 }
 
 /// The shell lines of a plan; `l2_specs` gives the spec arguments of an
@@ -568,6 +569,8 @@ steps = [
             r#"[]"#,
             r#"["a b"]"#,
             r#"["../x"]"#,
+            r#"[".."]"#,
+            r#"["."]"#,
             r#"["x", "0"]"#,
             r#"["x", "1", "2"]"#,
         ] {
@@ -595,6 +598,7 @@ steps = [
             r#"[""]"#,
             r#"["../x"]"#,
             r#"["a b"]"#,
+            r#"[".."]"#,
         ] {
             let e = parse(&with(bad)).unwrap_err().to_string();
             assert!(e.contains("is not a program name"), "{bad}: {e}");
