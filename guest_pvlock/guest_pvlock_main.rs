@@ -17,6 +17,7 @@ use kernel::{
     pvlock::{
         guest,
         lockops::{self, Installed, Kind, LockOps, QSpinLock, QueuedLock, Slot, UnlockFn},
+        periodic::Periodic,
         stats::{check_zero_stats_write, write_u32_array},
     },
     uaccess::UserSliceReader,
@@ -24,6 +25,7 @@ use kernel::{
 
 pub(crate) use kernel::pvlock::{abi, qspinlock};
 
+mod adaptive;
 mod algo;
 mod params;
 mod platform;
@@ -40,7 +42,7 @@ module! {
 }
 
 /// The lock, as installed.
-struct Pvlock {
+pub(crate) struct Pvlock {
     lock: algo::PvLock,
 }
 
@@ -100,6 +102,8 @@ struct Info {
     previous: Kind,
     /// The mode chosen at load time, if installed.
     mode: Option<u32>,
+    /// The host publishes advice (ABI 3): the lock follows it.
+    advice: bool,
 }
 
 impl Writer for Info {
@@ -119,6 +123,32 @@ impl Writer for Info {
                 writeln!(f, "mode_at_load: none")?;
             }
         }
+        let a = adaptive::state();
+        writeln!(
+            f,
+            "adaptive: {}",
+            u8::from(params::ADAPTIVE.get() && self.mode.is_some() && self.advice)
+        )?;
+        writeln!(
+            f,
+            "adaptive_state: {}",
+            match self.mode {
+                None => "none",
+                Some(_) if a.native => "native",
+                Some(_) => "pvlock",
+            }
+        )?;
+        writeln!(f, "adaptive_reason: {}", a.reason.text())?;
+        match a.advice {
+            Some(adv) => writeln!(
+                f,
+                "advice: dedicated={} spin_threshold={}",
+                u8::from(adv.dedicated),
+                adv.spin_threshold
+            )?,
+            None => writeln!(f, "advice: none")?,
+        }
+        writeln!(f, "steal_permille: {}", a.steal)?;
         writeln!(f, "spin_threshold: {}", params::effective_spin_threshold())?;
         writeln!(
             f,
@@ -162,6 +192,15 @@ impl Writer for CounterFile {
     }
 }
 
+/// A counter of `abi::GUEST_ADAPTIVE_COUNTERS`, by index.
+struct AdaptiveFile(usize);
+
+impl Writer for AdaptiveFile {
+    fn write(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", adaptive::counter(self.0))
+    }
+}
+
 struct HistogramFile(algo::Histogram);
 
 impl Writer for HistogramFile {
@@ -178,6 +217,7 @@ impl Writer for HistogramFile {
 struct Files {
     info: Info,
     counters: [CounterFile; algo::NR_COUNTERS],
+    adaptive: [AdaptiveFile; abi::GUEST_ADAPTIVE_COUNTERS.len()],
     histograms: [HistogramFile; algo::NR_HISTOGRAMS],
 }
 
@@ -188,12 +228,14 @@ fn zero_stats(_: &Files, reader: &mut UserSliceReader) -> Result {
     if let Some(l) = installed() {
         l.zero_stats();
     }
+    adaptive::zero_stats();
     Ok(())
 }
 
 /// Decides whether to install, and how the lock waits and kicks (an
-/// `algo::MODE_*`), or why not.
-fn decide() -> Result<core::result::Result<u32, &'static str>> {
+/// `algo::MODE_*`), or why not; sets `advice` if the host publishes advice
+/// (`KVM_PVLOCK_PARAM_ADVICE`, ABI 3).
+fn decide(advice: &mut bool) -> Result<core::result::Result<u32, &'static str>> {
     if !params::ENABLE.get() {
         return Ok(Err("guest_pvlock.enable=0"));
     }
@@ -214,7 +256,8 @@ fn decide() -> Result<core::result::Result<u32, &'static str>> {
     let mut pvlock = guest::kvm_has_feature(abi::KVM_FEATURE_PVLOCK_KICK);
     if pvlock {
         match guest::pvlock_get_param(abi::KVM_PVLOCK_PARAM_VERSION) {
-            Ok(v) if v >= abi::KVM_PVLOCK_ABI_VERSION => {
+            Ok(v) if v >= abi::KVM_PVLOCK_ABI_WAIT => {
+                *advice = v >= abi::KVM_PVLOCK_ABI_VERSION;
                 if let Ok(t) = guest::pvlock_get_param(abi::KVM_PVLOCK_PARAM_SPIN_THRESHOLD) {
                     let t = t.min(u64::from(abi::MAX_SPIN_THRESHOLD)) as u32;
                     params::HOST_SPIN_THRESHOLD.store(t, core::sync::atomic::Ordering::Relaxed);
@@ -223,7 +266,7 @@ fn decide() -> Result<core::result::Result<u32, &'static str>> {
             v => {
                 pr_warn!(
                     "the host's pvlock hypercalls do not answer ABI version {} ({:?}); not using them\n",
-                    abi::KVM_PVLOCK_ABI_VERSION,
+                    abi::KVM_PVLOCK_ABI_WAIT,
                     v
                 );
                 pvlock = false;
@@ -248,7 +291,9 @@ fn decide() -> Result<core::result::Result<u32, &'static str>> {
 struct GuestPvlock {
     /// Removed before the lock is uninstalled: its files read the lock.
     debugfs: Option<Pin<KBox<Scope<Files>>>>,
-    installed: Option<Installed<Pvlock>>,
+    /// The installed lock, and the periodic work that parks and unparks it
+    /// as the host's load changes (started only if the host advises).
+    control: Option<Pin<KBox<Periodic<adaptive::Control>>>>,
 }
 
 /// Installs the lock in `mode`.
@@ -310,7 +355,8 @@ impl kernel::Module for GuestPvlock {
             core::sync::atomic::Ordering::Relaxed,
         );
 
-        let (installed, reason, mode) = match decide()? {
+        let mut advice = false;
+        let (installed, reason, mode) = match decide(&mut advice)? {
             Ok(mode) => (Some(install(module, mode)?), "installed", Some(mode)),
             Err(reason) => {
                 pr_info!(
@@ -322,13 +368,23 @@ impl kernel::Module for GuestPvlock {
             }
         };
 
+        // On an error the lock is dropped, which uninstalls it.
+        let control = match installed {
+            Some(i) => Some(KBox::pin_init(
+                Periodic::new(adaptive::Control::new(i)?),
+                GFP_KERNEL,
+            )?),
+            None => None,
+        };
         let files = Files {
             info: Info {
                 reason,
                 previous: before,
                 mode,
+                advice,
             },
             counters: algo::COUNTERS.map(CounterFile),
+            adaptive: core::array::from_fn(AdaptiveFile),
             histograms: algo::HISTOGRAMS.map(HistogramFile),
         };
         // On an error `installed` is dropped, which uninstalls the lock.
@@ -338,6 +394,9 @@ impl kernel::Module for GuestPvlock {
                 for file in &files.counters {
                     dir.read_only_file(file.0.name(), file);
                 }
+                for file in &files.adaptive {
+                    dir.read_only_file(abi::GUEST_ADAPTIVE_COUNTERS[file.0], file);
+                }
                 for file in &files.histograms {
                     dir.read_only_file(file.0.name(), file);
                 }
@@ -345,9 +404,14 @@ impl kernel::Module for GuestPvlock {
             }),
             GFP_KERNEL,
         )?;
+        if let Some(c) = &control {
+            if advice {
+                c.as_ref().start(params::ADAPTIVE_PERIOD_MS.get());
+            }
+        }
         Ok(GuestPvlock {
             debugfs: Some(debugfs),
-            installed,
+            control,
         })
     }
 }
@@ -356,7 +420,12 @@ impl Drop for GuestPvlock {
     fn drop(&mut self) {
         // No reader of the lock's statistics is left after this.
         drop(self.debugfs.take());
-        if let Some(installed) = self.installed.take() {
+        let Some(control) = self.control.take() else {
+            return;
+        };
+        // No switch runs any more; then the lock is ours to uninstall.
+        control.stop();
+        if let Some(installed) = control.data().take() {
             let l = &installed.lock().lock;
             let (taken, kicks, mode) = (
                 l.counter(algo::Counter::TakenSlow),

@@ -39,6 +39,22 @@ pub(crate) static STATS: BoolParam = BoolParam::new(true);
 kernel::pvlock_module_param!(stats: BoolParam = STATS, 0o644,
     "Keep statistics in debugfs pvlock/ (default Y)");
 
+pub(crate) static ADAPTIVE: BoolParam = BoolParam::new(true);
+kernel::pvlock_module_param!(adaptive: BoolParam = ADAPTIVE, 0o644,
+    "Run the native lock while the host says the vCPUs have CPUs to themselves and steal time agrees, pvlock otherwise (default Y); N: pvlock always");
+
+pub(crate) static ADAPTIVE_PERIOD_MS: U32Param = U32Param::new(100, 10, 10_000);
+kernel::pvlock_module_param!(adaptive_period_ms: U32Param = ADAPTIVE_PERIOD_MS, 0o644,
+    "Milliseconds between two looks at the host's advice and the steal time (default 100)");
+
+pub(crate) static ADAPTIVE_HOLD_MS: U32Param = U32Param::new(300, 0, 600_000);
+kernel::pvlock_module_param!(adaptive_hold_ms: U32Param = ADAPTIVE_HOLD_MS, 0o644,
+    "Milliseconds the advice and the steal time must say dedicated before the native lock runs (default 300); back to pvlock at once");
+
+pub(crate) static ADAPTIVE_MAX_STEAL: U32Param = U32Param::new(100, 0, 1000);
+kernel::pvlock_module_param!(adaptive_max_steal: U32Param = ADAPTIVE_MAX_STEAL, 0o644,
+    "Thousandths of a period that the host may keep a vCPU from running while the native lock runs (default 100; 1000: no guard)");
+
 /// `kick=0`: the project's lock wait and kick when the host offers them,
 /// else `HLT` and `KVM_HC_KICK_CPU`; `1`: always the latter; `2`: only the
 /// project's.

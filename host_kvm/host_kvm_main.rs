@@ -15,9 +15,11 @@ use kernel::{
     fmt,
     prelude::*,
     pvlock::{
+        abi::Advice,
         abi::{self, Kick},
-        kvm::{PvlockHost, Registration, Vcpu, Vm, VmState, WaitEnd},
+        kvm::{Load, PvlockHost, Registration, Vcpu, Vm, VmState, WaitEnd},
         param::{BoolParam, U32Param},
+        periodic::{Periodic, PeriodicWork},
         stats::{check_zero_stats_write, write_u32_array, Log2Histogram, BUCKETS},
     },
     sync::atomic::{Atomic, Relaxed},
@@ -48,6 +50,22 @@ static MAX_WAIT_MS: U32Param = U32Param::new(1000, 0, 60_000);
 kernel::pvlock_module_param!(max_wait_ms: U32Param = MAX_WAIT_MS, 0o644,
     "Bound on a lock wait, in ms: a wait that lasts it ends as if kicked, and the guest is told (0: no bound; default 1000)");
 
+static ADVICE_MODE: U32Param = U32Param::new(0, 0, 2);
+kernel::pvlock_module_param!(advice_mode: U32Param = ADVICE_MODE, 0o644,
+    "For VMs enabled by 'force': 0 advise guests from the host's load (default), 1 their vCPUs have CPUs to themselves, 2 they never do");
+
+static ADVICE_PERIOD_MS: U32Param = U32Param::new(100, 10, 10_000);
+kernel::pvlock_module_param!(advice_period_ms: U32Param = ADVICE_PERIOD_MS, 0o644,
+    "Milliseconds between samples of the load behind the advice to guests (default 100)");
+
+static ADVICE_HOLD_MS: U32Param = U32Param::new(1000, 0, 600_000);
+kernel::pvlock_module_param!(advice_hold_ms: U32Param = ADVICE_HOLD_MS, 0o644,
+    "Milliseconds a VM's vCPUs must not compete for their CPUs before the advice says they have them to themselves (default 1000; 0: at the first calm sample)");
+
+static ADVICE_MAX_WAIT: U32Param = U32Param::new(100, 0, 1000);
+kernel::pvlock_module_param!(advice_max_wait: U32Param = ADVICE_MAX_WAIT, 0o644,
+    "Thousandths of its demand a vCPU may wait for a CPU in a sample and its VM still count as not competing (default 100)");
+
 static INJECT_IGNORE_KICKS: BoolParam = BoolParam::new(false);
 kernel::pvlock_module_param!(inject_ignore_kicks: BoolParam = INJECT_IGNORE_KICKS, 0o644,
     "Test only: answer kicks without delivering them, a broken host (default N)");
@@ -77,9 +95,12 @@ enum Counter {
     EnableCapBad,
     KicksIgnored,
     WaitsBound,
+    AdviceSamples,
+    AdviceDedicated,
+    AdviceShared,
 }
 
-const NR_COUNTERS: usize = Counter::WaitsBound as usize + 1;
+const NR_COUNTERS: usize = Counter::AdviceShared as usize + 1;
 
 const COUNTERS: [Counter; NR_COUNTERS] = [
     Counter::Kicks,
@@ -102,6 +123,9 @@ const COUNTERS: [Counter; NR_COUNTERS] = [
     Counter::EnableCapBad,
     Counter::KicksIgnored,
     Counter::WaitsBound,
+    Counter::AdviceSamples,
+    Counter::AdviceDedicated,
+    Counter::AdviceShared,
 ];
 
 const _: () = assert!(COUNTERS.len() == abi::HOST_COUNTERS.len());
@@ -200,12 +224,13 @@ impl Host {
         match param {
             abi::KVM_PVLOCK_PARAM_VERSION => abi::KVM_PVLOCK_ABI_VERSION as i64,
             abi::KVM_PVLOCK_PARAM_SPIN_THRESHOLD => {
-                if state.configured {
-                    state.spin_threshold as i64
-                } else {
-                    SPIN_THRESHOLD.get().into()
+                // The advice's, once the VM has one; the base before.
+                match Advice::from_value(state.advice) {
+                    Some(a) if state.advice != 0 => a.spin_threshold.into(),
+                    _ => base_spin_threshold(state).into(),
                 }
             }
+            abi::KVM_PVLOCK_PARAM_ADVICE => state.advice as i64,
             _ => {
                 count(Counter::GetParamBad);
                 -abi::KVM_EINVAL
@@ -233,20 +258,22 @@ impl PvlockHost for Host {
 
     fn enable_cap(_vm: &Vm, args: [u64; 4]) -> Result<VmState> {
         count(Counter::EnableCap);
-        let [flags, spin_threshold, a2, a3] = args;
+        let [flags, spin_threshold, advice_mode, a3] = args;
         if flags & !abi::KVM_PVLOCK_KICK_VALID_FLAGS != 0
             || (flags != 0 && flags & abi::KVM_PVLOCK_KICK_ENABLE == 0)
             || spin_threshold > u64::from(abi::MAX_SPIN_THRESHOLD)
-            || a2 != 0
+            || advice_mode > abi::KVM_PVLOCK_ADVICE_SHARED
             || a3 != 0
         {
             count(Counter::EnableCapBad);
             return Err(EINVAL);
         }
+        let on = flags != 0;
         Ok(VmState {
             flags,
-            spin_threshold: if flags == 0 { 0 } else { spin_threshold },
-            configured: true,
+            spin_threshold: if on { spin_threshold } else { 0 },
+            advice_mode: if on { advice_mode } else { 0 },
+            ..VmState::default()
         })
     }
 
@@ -263,6 +290,116 @@ impl PvlockHost for Host {
             WaitEnd::Bound => count(Counter::WaitsBound),
             WaitEnd::Other => count(Counter::WaitsOther),
         }
+    }
+
+    fn advise(vm: &Vm, load: &Load, advice: u64, calm_ns: &mut u64) -> u64 {
+        let state = vm.pvlock_state();
+        if !enabled(&state) {
+            *calm_ns = 0;
+            return 0;
+        }
+        count(Counter::AdviceSamples);
+        let mode = if state.configured {
+            state.advice_mode
+        } else {
+            ADVICE_MODE.get().into()
+        };
+        let was = Advice::from_value(advice).unwrap_or_default();
+        let new = advise(
+            load,
+            mode,
+            base_spin_threshold(&state),
+            was.dedicated,
+            calm_ns,
+            &Policy {
+                hold_ns: u64::from(ADVICE_HOLD_MS.get()) * 1_000_000,
+                max_wait: ADVICE_MAX_WAIT.get(),
+            },
+        );
+        if new.dedicated != was.dedicated {
+            count(if new.dedicated {
+                Counter::AdviceDedicated
+            } else {
+                Counter::AdviceShared
+            });
+        }
+        new.value()
+    }
+}
+
+/// The spin threshold the VM's advice starts from: the VMM's, or the
+/// parameter's for a VM enabled by `force`.
+fn base_spin_threshold(state: &VmState) -> u32 {
+    if state.configured {
+        state.spin_threshold.min(abi::MAX_SPIN_THRESHOLD.into()) as u32
+    } else {
+        SPIN_THRESHOLD.get()
+    }
+}
+
+/// The knobs of [`advise`].
+struct Policy {
+    /// How long a VM must be calm before the advice says dedicated.
+    hold_ns: u64,
+    /// The largest wait share (thousandths) of a calm VM's vCPUs.
+    max_wait: u32,
+}
+
+/// The advice for a VM under `load`.
+///
+/// The VM is *calm* when its vCPUs could all run at once on the CPUs they
+/// may use, alongside the other VMs' vCPUs that ask for those CPUs
+/// (`vcpus + others <= cpus`, in thousandths of a CPU, each of its own
+/// vCPUs counted as a whole CPU however idle, since it may want one at any
+/// moment), and none of its vCPUs waited for a CPU more than
+/// `policy.max_wait` of the time it wanted one (load that is not a vCPU,
+/// which KVM cannot count, shows there). The advice says dedicated once
+/// the VM has been calm for `policy.hold_ns` without a break, and stops
+/// at the first sample that is not calm: a guest on the native lock while
+/// its vCPUs compete loses far more than one on the paravirtual lock
+/// while they do not. `calm_ns` is the VM's calm time so far. The spin
+/// threshold is `base`, scaled down by how far demand exceeds the CPUs.
+fn advise(
+    load: &Load,
+    mode: u64,
+    base: u32,
+    was_dedicated: bool,
+    calm_ns: &mut u64,
+    policy: &Policy,
+) -> Advice {
+    let cpus = u64::from(load.cpus) * 1000;
+    let demand = u64::from(load.vcpus) * 1000 + u64::from(load.others);
+    let calm = demand <= cpus && load.wait <= policy.max_wait;
+    *calm_ns = if calm {
+        calm_ns.saturating_add(load.window_ns)
+    } else {
+        0
+    };
+    let dedicated = match mode {
+        abi::KVM_PVLOCK_ADVICE_PINNED => true,
+        abi::KVM_PVLOCK_ADVICE_SHARED => false,
+        _ => calm && (was_dedicated || *calm_ns >= policy.hold_ns),
+    };
+    let spin_threshold = if base == 0 || demand <= cpus || cpus == 0 {
+        base
+    } else {
+        ((u64::from(base) * cpus / demand) as u32).max(1)
+    };
+    Advice {
+        dedicated,
+        spin_threshold,
+    }
+}
+
+/// Samples the load behind the advice every `advice_period_ms`.
+struct Sampler {
+    reg: Registration<Host>,
+}
+
+impl PeriodicWork for Sampler {
+    fn run(&self) -> Option<u32> {
+        self.reg.update_advice();
+        Some(ADVICE_PERIOD_MS.get())
     }
 }
 
@@ -299,7 +436,9 @@ fn zero_stats(_: &Files, reader: &mut UserSliceReader) -> Result {
 }
 
 struct HostKvm {
-    _reg: Registration<Host>,
+    /// The registration, and the work that keeps the advice current;
+    /// dropped first: unregistering ends every lock wait.
+    _sampler: Pin<KBox<Periodic<Sampler>>>,
     _debugfs: Pin<KBox<Scope<Files>>>,
 }
 
@@ -326,17 +465,20 @@ impl kernel::Module for HostKvm {
             );
         })?;
         pr_info!(
-            "registered: hypercalls {:#x} (kick), {:#x} (get_param), {:#x} (wait), KVM_CAP_PVLOCK_KICK {:#x}, CPUID bit {}; force={} max_wait_ms={}\n",
+            "registered: hypercalls {:#x} (kick), {:#x} (get_param), {:#x} (wait), KVM_CAP_PVLOCK_KICK {:#x}, CPUID bit {}; force={} max_wait_ms={} advice_mode={}\n",
             abi::KVM_HC_PVLOCK_KICK,
             abi::KVM_HC_PVLOCK_GET_PARAM,
             abi::KVM_HC_PVLOCK_WAIT,
             abi::KVM_CAP_PVLOCK_KICK,
             abi::KVM_FEATURE_PVLOCK_KICK,
             u8::from(FORCE.get()),
-            MAX_WAIT_MS.get()
+            MAX_WAIT_MS.get(),
+            ADVICE_MODE.get()
         );
+        let sampler = KBox::pin_init(Periodic::new(Sampler { reg }), GFP_KERNEL)?;
+        sampler.as_ref().start(ADVICE_PERIOD_MS.get());
         Ok(HostKvm {
-            _reg: reg,
+            _sampler: sampler,
             _debugfs: debugfs,
         })
     }

@@ -10,9 +10,12 @@
 #include <linux/irqflags.h>
 #include <linux/kvm_para.h>
 #include <linux/sched/clock.h>
+#include <linux/sched/cputime.h>
+#include <linux/cpumask.h>
 #include <linux/smp.h>
 #include <linux/spinlock.h>
 #include <linux/static_call.h>
+#include <linux/workqueue.h>
 
 #if defined(CONFIG_X86) && defined(CONFIG_PARAVIRT_SPINLOCKS)
 #include <asm/paravirt.h>
@@ -49,6 +52,11 @@ __rust_helper bool rust_helper_pvlock_nopvspin(void)
 __rust_helper bool rust_helper_pvlock_vcpu_is_preempted(int cpu)
 {
 	return vcpu_is_preempted(cpu);
+}
+
+__rust_helper u64 rust_helper_pvlock_steal_clock(int cpu)
+{
+	return paravirt_steal_clock(cpu);
 }
 #endif /* CONFIG_X86 && CONFIG_PARAVIRT_SPINLOCKS */
 
@@ -109,9 +117,28 @@ __rust_helper long rust_helper_pvlock_kvm_wait(unsigned long flags,
 }
 #endif
 
+/* kernel::pvlock::periodic */
+__rust_helper void rust_helper_pvlock_init_delayed_work(struct delayed_work *dwork,
+							 work_func_t fn)
+{
+	INIT_DELAYED_WORK(dwork, fn);
+}
+
+__rust_helper bool rust_helper_pvlock_queue_delayed_work(struct delayed_work *dwork,
+							  unsigned int delay_ms)
+{
+	return queue_delayed_work(system_dfl_long_wq, dwork,
+				  msecs_to_jiffies(delay_ms));
+}
+
 __rust_helper void rust_helper_pvlock_safe_halt(void)
 {
 	safe_halt();
+}
+
+__rust_helper bool rust_helper_pvlock_cpu_online(unsigned int cpu)
+{
+	return cpu_online(cpu);
 }
 
 __rust_helper bool rust_helper_pvlock_in_nmi(void)

@@ -14,6 +14,7 @@ pub mod guest;
 pub mod kvm;
 pub mod lockops;
 pub mod param;
+pub mod periodic;
 pub mod qspinlock;
 pub mod stats;
 
@@ -37,7 +38,13 @@ const _: () = {
     assert!(abi::KVM_PVLOCK_WAIT_BOUND == b::KVM_PVLOCK_WAIT_BOUND as i64);
     assert!(abi::KVM_PVLOCK_PARAM_VERSION == b::KVM_PVLOCK_PARAM_VERSION as u64);
     assert!(abi::KVM_PVLOCK_PARAM_SPIN_THRESHOLD == b::KVM_PVLOCK_PARAM_SPIN_THRESHOLD as u64);
+    assert!(abi::KVM_PVLOCK_PARAM_ADVICE == b::KVM_PVLOCK_PARAM_ADVICE as u64);
     assert!(abi::KVM_PVLOCK_ABI_VERSION == b::KVM_PVLOCK_ABI_VERSION as u64);
+    assert!(abi::KVM_PVLOCK_ADVICE_THRESHOLD_MASK == b::KVM_PVLOCK_ADVICE_THRESHOLD_MASK as u64);
+    assert!(abi::KVM_PVLOCK_ADVICE_DEDICATED == b::KVM_PVLOCK_ADVICE_DEDICATED);
+    assert!(abi::KVM_PVLOCK_ADVICE_AUTO == b::KVM_PVLOCK_ADVICE_AUTO as u64);
+    assert!(abi::KVM_PVLOCK_ADVICE_PINNED == b::KVM_PVLOCK_ADVICE_PINNED as u64);
+    assert!(abi::KVM_PVLOCK_ADVICE_SHARED == b::KVM_PVLOCK_ADVICE_SHARED as u64);
     assert!(abi::KVM_ENOSYS == b::KVM_ENOSYS as i64);
     assert!(abi::KVM_EINVAL == b::KVM_EINVAL as i64);
     assert!(abi::KVM_CAP_PVLOCK_KICK == b::KVM_CAP_PVLOCK_KICK);

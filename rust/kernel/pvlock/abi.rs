@@ -82,11 +82,57 @@ impl Kick {
 
 /// `KVM_HC_PVLOCK_GET_PARAM` parameter: ABI version.
 pub const KVM_PVLOCK_PARAM_VERSION: u64 = 0;
-/// `KVM_HC_PVLOCK_GET_PARAM` parameter: spin threshold the host recommends.
+/// `KVM_HC_PVLOCK_GET_PARAM` parameter: spin threshold the host recommends
+/// now (it follows the advice's).
 pub const KVM_PVLOCK_PARAM_SPIN_THRESHOLD: u64 = 1;
+/// `KVM_HC_PVLOCK_GET_PARAM` parameter: the host's advice for the current
+/// load ([`Advice`]), which it may change at any time.
+pub const KVM_PVLOCK_PARAM_ADVICE: u64 = 2;
 /// The ABI version this file describes: 2 added `KVM_HC_PVLOCK_WAIT` and
-/// the token of `KVM_HC_PVLOCK_KICK`.
-pub const KVM_PVLOCK_ABI_VERSION: u64 = 2;
+/// the token of `KVM_HC_PVLOCK_KICK`; 3 added [`KVM_PVLOCK_PARAM_ADVICE`].
+pub const KVM_PVLOCK_ABI_VERSION: u64 = 3;
+/// The lowest ABI version whose lock waits the guest uses.
+pub const KVM_PVLOCK_ABI_WAIT: u64 = 2;
+
+/// [`KVM_PVLOCK_PARAM_ADVICE`] bits 0-31: the spin threshold recommended
+/// now, 0 for none.
+pub const KVM_PVLOCK_ADVICE_THRESHOLD_MASK: u64 = 0xffff_ffff;
+/// [`KVM_PVLOCK_PARAM_ADVICE`] bit 32: the VM's vCPUs have CPUs to
+/// themselves now.
+pub const KVM_PVLOCK_ADVICE_DEDICATED: u64 = 1 << 32;
+
+/// The host's advice to a guest's spinlock ([`KVM_PVLOCK_PARAM_ADVICE`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Advice {
+    /// The VM's vCPUs have CPUs to themselves: a waiter may spin as on
+    /// bare metal, and the native spinlock is the fastest.
+    pub dedicated: bool,
+    /// The spin threshold recommended for the current load, 0 for none.
+    pub spin_threshold: u32,
+}
+
+impl Advice {
+    /// The advice in a [`KVM_PVLOCK_PARAM_ADVICE`] value; `None` if bits
+    /// that this ABI does not define are set.
+    pub const fn from_value(v: u64) -> Option<Advice> {
+        if v & !(KVM_PVLOCK_ADVICE_THRESHOLD_MASK | KVM_PVLOCK_ADVICE_DEDICATED) != 0 {
+            return None;
+        }
+        Some(Advice {
+            dedicated: v & KVM_PVLOCK_ADVICE_DEDICATED != 0,
+            spin_threshold: (v & KVM_PVLOCK_ADVICE_THRESHOLD_MASK) as u32,
+        })
+    }
+
+    /// The [`KVM_PVLOCK_PARAM_ADVICE`] value.
+    pub const fn value(self) -> u64 {
+        (if self.dedicated {
+            KVM_PVLOCK_ADVICE_DEDICATED
+        } else {
+            0
+        }) | self.spin_threshold as u64
+    }
+}
 
 /// Error returned to the guest for an unknown hypercall or a disabled one.
 pub const KVM_ENOSYS: i64 = 1000;
@@ -101,6 +147,13 @@ pub const KVM_PVLOCK_KICK_ENABLE: u64 = 1 << 0;
 pub const KVM_PVLOCK_KICK_YIELD: u64 = 1 << 1;
 /// Every flag `KVM_ENABLE_CAP` accepts.
 pub const KVM_PVLOCK_KICK_VALID_FLAGS: u64 = KVM_PVLOCK_KICK_ENABLE | KVM_PVLOCK_KICK_YIELD;
+/// `KVM_ENABLE_CAP` args\[2\]: the advice follows the host's load.
+pub const KVM_PVLOCK_ADVICE_AUTO: u64 = 0;
+/// `KVM_ENABLE_CAP` args\[2\]: the VMM pinned every vCPU to a CPU of its
+/// own; the advice says dedicated.
+pub const KVM_PVLOCK_ADVICE_PINNED: u64 = 1;
+/// `KVM_ENABLE_CAP` args\[2\]: the advice never says dedicated.
+pub const KVM_PVLOCK_ADVICE_SHARED: u64 = 2;
 
 /// The largest spin threshold a host may recommend (`KVM_ENABLE_CAP`
 /// args\[1\], host_kvm's `spin_threshold`) and a guest accepts (its
@@ -146,13 +199,24 @@ pub const GUEST_COUNTERS: [&core::ffi::CStr; 21] = [
     c"wakeups_missed",
 ];
 
+/// guest_pvlock's counters of its switches between pvlock and the native
+/// lock (`guest_pvlock/adaptive.rs`), after [`GUEST_COUNTERS`].
+pub const GUEST_ADAPTIVE_COUNTERS: [&core::ffi::CStr; 6] = [
+    c"switches_to_native",
+    c"switches_to_pvlock",
+    c"time_native_ns",
+    c"time_pvlock_ns",
+    c"switch_last_ns",
+    c"switch_max_ns",
+];
+
 /// guest_pvlock's histograms (`HIST_BUCKETS` u32 each), in the order of
 /// `guest_pvlock/algo.rs`'s `Histogram`.
 pub const GUEST_HISTOGRAMS: [&core::ffi::CStr; 3] =
     [c"histo_wait", c"histo_spin", c"histo_blocked"];
 
 /// host_kvm's counters, in the order of `host_kvm`'s `Counter`.
-pub const HOST_COUNTERS: [&core::ffi::CStr; 20] = [
+pub const HOST_COUNTERS: [&core::ffi::CStr; 23] = [
     c"kicks",
     c"kicks_woken",
     c"kicks_held",
@@ -173,6 +237,9 @@ pub const HOST_COUNTERS: [&core::ffi::CStr; 20] = [
     c"enable_cap_bad",
     c"kicks_ignored",
     c"waits_bound",
+    c"advice_samples",
+    c"advice_dedicated",
+    c"advice_shared",
 ];
 
 /// host_kvm's histograms.

@@ -109,6 +109,22 @@ pub fn this_cpu() -> u32 {
     crate::cpu::CpuId::current().as_u32()
 }
 
+/// Nanoseconds the host has kept `cpu`'s vCPU from running while it was
+/// runnable (steal time), since boot; 0 if the host does not tell.
+pub fn steal_clock(cpu: u32) -> u64 {
+    if cpu >= crate::cpu::nr_cpu_ids() {
+        return 0;
+    }
+    // SAFETY: `cpu` is a possible CPU.
+    unsafe { bindings::pvlock_steal_clock(cpu as i32) }
+}
+
+/// Whether `cpu` is online.
+pub fn cpu_online(cpu: u32) -> bool {
+    // SAFETY: Reads a CPU mask; any number is accepted.
+    cpu < crate::cpu::nr_cpu_ids() && unsafe { bindings::pvlock_cpu_online(cpu) }
+}
+
 /// Whether the caller runs in NMI context.
 pub fn in_nmi() -> bool {
     // SAFETY: Reads the preempt count, no requirement.

@@ -103,9 +103,37 @@ pub struct VmState {
     pub flags: u64,
     /// Spin threshold the host recommends to the guest.
     pub spin_threshold: u64,
+    /// `KVM_PVLOCK_ADVICE_*`: where the VM's advice comes from.
+    pub advice_mode: u64,
     /// The VMM configured the capability (enabled or disabled it) at least
     /// once; set by KVM, ignored in what [`PvlockHost::enable_cap`] returns.
     pub configured: bool,
+    /// The advice in force (`KVM_PVLOCK_PARAM_ADVICE`), as
+    /// [`PvlockHost::advise`] last set it; set by KVM, ignored in what
+    /// [`PvlockHost::enable_cap`] returns.
+    pub advice: u64,
+}
+
+/// How much a VM's vCPUs compete for CPUs, sampled by KVM (`struct
+/// kvm_pvlock_load`): shares of a CPU in thousandths.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Load {
+    /// The time since the previous sample, in nanoseconds.
+    pub window_ns: u64,
+    /// The VM's vCPUs.
+    pub vcpus: u32,
+    /// The CPUs its vCPU threads may run on.
+    pub cpus: u32,
+    /// What its vCPU threads asked of them: run time plus time runnable but
+    /// waiting for a CPU, over the window, summed.
+    pub demand: u32,
+    /// The same for the other VMs' vCPU threads that may run on those CPUs
+    /// (each counted once it asks for 1/16 of a CPU).
+    pub others: u32,
+    /// The largest share of a vCPU's demand that it spent waiting for a CPU.
+    pub wait: u32,
+    /// The VMM's `KVM_PVLOCK_ADVICE_*`.
+    pub mode: u64,
 }
 
 impl Vm {
@@ -139,7 +167,9 @@ impl Vm {
         VmState {
             flags: st.flags,
             spin_threshold: st.spin_threshold,
+            advice_mode: st.advice_mode,
             configured: st.configured,
+            advice: st.advice,
         }
     }
 }
@@ -179,6 +209,13 @@ pub trait PvlockHost: 'static {
 
     /// `vcpu` left a lock wait, ended as `how` says; on its thread.
     fn wait_end(vcpu: &Vcpu, how: WaitEnd);
+
+    /// The advice (`KVM_PVLOCK_PARAM_ADVICE`) for `vm` under `load`, from
+    /// the advice in force, `advice`, and the module's own `state` for the
+    /// VM (0 at first), which it may change. Called for every VM from
+    /// [`Registration::update_advice`], with KVM's VM list locked: it must
+    /// not create or destroy VMs.
+    fn advise(vm: &Vm, load: &Load, advice: u64, state: &mut u64) -> u64;
 }
 
 struct Adapter<T>(PhantomData<T>);
@@ -190,6 +227,7 @@ impl<T: PvlockHost> Adapter<T> {
         enable_cap: Some(Self::enable_cap),
         force_feature: Some(Self::force_feature),
         wait_end: Some(Self::wait_end),
+        advise: Some(Self::advise),
     };
 
     /// # Safety
@@ -230,6 +268,7 @@ impl<T: PvlockHost> Adapter<T> {
                 unsafe {
                     (*state).flags = st.flags;
                     (*state).spin_threshold = st.spin_threshold;
+                    (*state).advice_mode = st.advice_mode;
                 }
                 0
             }
@@ -257,6 +296,35 @@ impl<T: PvlockHost> Adapter<T> {
         // SAFETY: KVM passes the live vCPU, on its own thread.
         T::wait_end(unsafe { Vcpu::from_raw(vcpu) }, how)
     }
+
+    /// # Safety
+    ///
+    /// `kvm` is a live VM, `load` points to a sample and `state` is valid
+    /// for reads and writes (KVM's call).
+    unsafe extern "C" fn advise(
+        kvm: *mut bindings::kvm,
+        load: *const bindings::kvm_pvlock_load,
+        advice: u64,
+        state: *mut u64,
+    ) -> u64 {
+        // SAFETY: KVM passes a sample to read.
+        let l = unsafe { &*load };
+        let load = Load {
+            window_ns: l.window_ns,
+            vcpus: l.vcpus,
+            cpus: l.cpus,
+            demand: l.demand,
+            others: l.others,
+            wait: l.wait,
+            mode: l.mode,
+        };
+        // SAFETY: KVM passes the live VM and the module's state for it, to
+        // read and write; nothing else touches it during the call (KVM's
+        // VM list lock is held).
+        T::advise(unsafe { Vm::from_raw(kvm) }, &load, advice, unsafe {
+            &mut *state
+        })
+    }
 }
 
 /// The registration of a [`PvlockHost`] with KVM; unregistered on drop,
@@ -277,6 +345,15 @@ impl<T: PvlockHost> Registration<T> {
             ops,
             _p: PhantomData,
         })
+    }
+}
+
+impl<T: PvlockHost> Registration<T> {
+    /// Samples every VM's load and sets each VM's advice from
+    /// [`PvlockHost::advise`]; nothing while KVM is not loaded. May sleep.
+    pub fn update_advice(&self) {
+        // SAFETY: `self.ops` is the registered implementation.
+        unsafe { bindings::kvm_pvlock_update_advice(self.ops) }
     }
 }
 

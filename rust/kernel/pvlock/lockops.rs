@@ -560,15 +560,22 @@ impl Drop for Switch {
 /// kernel's own lock again (native or upstream PV, whichever was in place)
 /// and frees the lock once no CPU can run its code.
 ///
+/// In between it may be *parked*: the kernel's native lock runs instead
+/// ([`Installed::park`]) and the lock is kept, its state readable, until
+/// [`Installed::unpark`] installs it again. Both are switches through the
+/// bridge, as installing is, so either direction is safe with locks in use.
+///
 /// # Invariants
 ///
 /// While `T::slot()` is not empty it points to `*lock`, and `lock` is
-/// dropped only once the slot is empty.
+/// dropped only once the slot is empty. While `parked`, no CPU runs `T`'s
+/// code (the park's last sync has returned) and the lock ops are not `T`'s.
 pub struct Installed<T: QueuedLock> {
     lock: core::mem::ManuallyDrop<KBox<T>>,
     owner: &'static ThisModule,
     previous: Kind,
     bridge_moved: u64,
+    parked: bool,
 }
 
 impl<T: QueuedLock> Installed<T> {
@@ -591,13 +598,70 @@ impl<T: QueuedLock> Installed<T> {
         // `Installed` keeps until the switch away from it.
         let bridge_moved = unsafe { switch.to(ops.slowpath, ops.unlock) };
         drop(switch);
-        // INVARIANT: The slot points to `lock`.
+        // INVARIANT: The slot points to `lock`; `T`'s ops are in place.
         Ok(Self {
             lock: core::mem::ManuallyDrop::new(lock),
             owner,
             previous,
             bridge_moved,
+            parked: false,
         })
+    }
+
+    /// Whether the kernel's native lock runs instead of this one.
+    pub fn is_parked(&self) -> bool {
+        self.parked
+    }
+
+    /// Switches to the kernel's native lock and keeps this one for
+    /// [`Installed::unpark`]; returns the waiters that moved from the
+    /// bridge. May sleep.
+    ///
+    /// `EBUSY` if the lock ops are not this lock's (nothing changes then).
+    /// Once parked, no CPU runs this lock's code: every waiter that was in
+    /// it took its lock (its kick came from this lock's unlock, which
+    /// stays until every such waiter has left) and released it with an
+    /// unlock that understands the lock word.
+    pub fn park(&mut self) -> Result<u64> {
+        if self.parked {
+            return Ok(0);
+        }
+        let switch = Switch::begin(self.owner)?;
+        if !LockOps::current().same_as(&LockOps::of::<T>()) {
+            return Err(EBUSY);
+        }
+        let (slowpath, unlock) = switch.kernel_ops(Kind::Native).ok_or(EINVAL)?;
+        // SAFETY: The kernel's native slowpath and unlock: kernel text, one
+        // algorithm.
+        let moved = unsafe { switch.to(slowpath, unlock) };
+        drop(switch);
+        // INVARIANT: The switch synced after its last step: no CPU runs
+        // `T`'s code, and the ops are the kernel's.
+        self.parked = true;
+        Ok(moved)
+    }
+
+    /// Switches from the kernel's native lock back to this one; returns
+    /// the waiters that moved from the bridge. May sleep.
+    ///
+    /// `EBUSY` if another owner's lock ops are installed, or the lock ops
+    /// are not the kernel's native ones; nothing changes then.
+    pub fn unpark(&mut self) -> Result<u64> {
+        if !self.parked {
+            return Ok(0);
+        }
+        let switch = Switch::begin(self.owner)?;
+        if Kind::current() != Kind::Native {
+            return Err(EBUSY);
+        }
+        let ops = LockOps::of::<T>();
+        // SAFETY: `T` is a `QueuedLock`, whose slowpath trampoline and
+        // unlock thunk implement it; the slot still points to the lock,
+        // which `Installed` keeps until the switch away from it.
+        let moved = unsafe { switch.to(ops.slowpath, ops.unlock) };
+        drop(switch);
+        self.parked = false;
+        Ok(moved)
     }
 
     /// The installed lock.
@@ -630,6 +694,9 @@ impl<T: QueuedLock> Installed<T> {
         if T::slot().get().is_none() {
             return 0;
         }
+        if self.parked {
+            return self.restore_parked();
+        }
         let Ok(switch) = Switch::begin(self.owner) else {
             pr_warn!("pvlock: cannot switch the lock ops back; the lock stays installed\n");
             return 0;
@@ -647,6 +714,30 @@ impl<T: QueuedLock> Installed<T> {
         drop(switch);
         // No CPU runs `T`'s code any more (the switch synced after its last
         // step): the lock may go.
+        T::slot().0.store(core::ptr::null_mut(), Ordering::Release);
+        moved
+    }
+}
+
+impl<T: QueuedLock> Installed<T> {
+    /// `restore()` of a parked lock: the native lock runs, so this lock may
+    /// go whatever happens; the kernel's upstream PV lock is installed
+    /// again if it was the one in place at install time and the native one
+    /// is still in place.
+    fn restore_parked(&mut self) -> u64 {
+        let mut moved = 0;
+        if self.previous != Kind::Native {
+            if let Ok(switch) = Switch::begin(self.owner) {
+                if Kind::current() == Kind::Native {
+                    if let Some((slowpath, unlock)) = switch.kernel_ops(self.previous) {
+                        // SAFETY: The kernel's own slowpath and unlock of
+                        // one kind: kernel text, one algorithm.
+                        moved = unsafe { switch.to(slowpath, unlock) };
+                    }
+                }
+            }
+        }
+        // By the type invariant no CPU runs `T`'s code while parked.
         T::slot().0.store(core::ptr::null_mut(), Ordering::Release);
         moved
     }

@@ -138,7 +138,7 @@ mod tests {
 
     #[test]
     fn names_come_from_the_abi() {
-        assert_eq!(Kind::Host.counters().count(), 20);
+        assert_eq!(Kind::Host.counters().count(), 23);
         assert_eq!(Kind::Guest.counters().count(), 21);
         assert_eq!(Kind::Host.counters().next(), Some("kicks"));
         assert_eq!(Kind::Guest.counters().next(), Some("taken_slow"));
