@@ -15,8 +15,7 @@ use kernel::{
     fmt,
     prelude::*,
     pvlock::{
-        abi::Advice,
-        abi::{self, Kick},
+        abi::{Advice, Kick},
         kvm::{Load, PvlockHost, Registration, Vcpu, Vm, VmState, WaitEnd},
         param::{BoolParam, U32Param},
         periodic::{Periodic, PeriodicWork},
@@ -25,6 +24,10 @@ use kernel::{
     sync::atomic::{Atomic, Relaxed},
     uaccess::UserSliceReader,
 };
+
+mod advice;
+
+pub(crate) use kernel::pvlock::abi;
 
 module! {
     type: HostKvm,
@@ -292,10 +295,10 @@ impl PvlockHost for Host {
         }
     }
 
-    fn advise(vm: &Vm, load: &Load, advice: u64, calm_ns: &mut u64) -> u64 {
+    fn advise(vm: &Vm, load: &Load, in_force: u64, saved: &mut u64) -> u64 {
         let state = vm.pvlock_state();
         if !enabled(&state) {
-            *calm_ns = 0;
+            *saved = 0;
             return 0;
         }
         count(Counter::AdviceSamples);
@@ -304,18 +307,27 @@ impl PvlockHost for Host {
         } else {
             ADVICE_MODE.get().into()
         };
-        let was = Advice::from_value(advice).unwrap_or_default();
-        let new = advise(
-            load,
+        let was = Advice::from_value(in_force).unwrap_or_default();
+        let sample = advice::Sample {
+            window_ns: load.window_ns,
+            vcpus: load.vcpus,
+            cpus: load.cpus,
+            others: load.others,
+            wait: load.wait,
+        };
+        let mut calm = advice::Calm::unpack(*saved);
+        let new = advice::advise(
+            &sample,
             mode,
             base_spin_threshold(&state),
             was.dedicated,
-            calm_ns,
-            &Policy {
+            &mut calm,
+            &advice::Policy {
                 hold_ns: u64::from(ADVICE_HOLD_MS.get()) * 1_000_000,
                 max_wait: ADVICE_MAX_WAIT.get(),
             },
         );
+        *saved = calm.pack();
         if new.dedicated != was.dedicated {
             count(if new.dedicated {
                 Counter::AdviceDedicated
@@ -334,60 +346,6 @@ fn base_spin_threshold(state: &VmState) -> u32 {
         state.spin_threshold.min(abi::MAX_SPIN_THRESHOLD.into()) as u32
     } else {
         SPIN_THRESHOLD.get()
-    }
-}
-
-/// The knobs of [`advise`].
-struct Policy {
-    /// How long a VM must be calm before the advice says dedicated.
-    hold_ns: u64,
-    /// The largest wait share (thousandths) of a calm VM's vCPUs.
-    max_wait: u32,
-}
-
-/// The advice for a VM under `load`.
-///
-/// The VM is *calm* when its vCPUs could all run at once on the CPUs they
-/// may use, alongside the other VMs' vCPUs that ask for those CPUs
-/// (`vcpus + others <= cpus`, in thousandths of a CPU, each of its own
-/// vCPUs counted as a whole CPU however idle, since it may want one at any
-/// moment), and none of its vCPUs waited for a CPU more than
-/// `policy.max_wait` of the time it wanted one (load that is not a vCPU,
-/// which KVM cannot count, shows there). The advice says dedicated once
-/// the VM has been calm for `policy.hold_ns` without a break, and stops
-/// at the first sample that is not calm: a guest on the native lock while
-/// its vCPUs compete loses far more than one on the paravirtual lock
-/// while they do not. `calm_ns` is the VM's calm time so far. The spin
-/// threshold is `base`, scaled down by how far demand exceeds the CPUs.
-fn advise(
-    load: &Load,
-    mode: u64,
-    base: u32,
-    was_dedicated: bool,
-    calm_ns: &mut u64,
-    policy: &Policy,
-) -> Advice {
-    let cpus = u64::from(load.cpus) * 1000;
-    let demand = u64::from(load.vcpus) * 1000 + u64::from(load.others);
-    let calm = demand <= cpus && load.wait <= policy.max_wait;
-    *calm_ns = if calm {
-        calm_ns.saturating_add(load.window_ns)
-    } else {
-        0
-    };
-    let dedicated = match mode {
-        abi::KVM_PVLOCK_ADVICE_PINNED => true,
-        abi::KVM_PVLOCK_ADVICE_SHARED => false,
-        _ => calm && (was_dedicated || *calm_ns >= policy.hold_ns),
-    };
-    let spin_threshold = if base == 0 || demand <= cpus || cpus == 0 {
-        base
-    } else {
-        ((u64::from(base) * cpus / demand) as u32).max(1)
-    };
-    Advice {
-        dedicated,
-        spin_threshold,
     }
 }
 

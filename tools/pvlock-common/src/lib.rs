@@ -19,6 +19,10 @@
 
 #[path = "../../../rust/kernel/pvlock/abi.rs"]
 pub mod abi;
+/// host_kvm's advice policy, built here for its tests.
+#[cfg(test)]
+#[path = "../../../host_kvm/advice.rs"]
+mod advice;
 pub mod cli;
 pub mod debugfs;
 pub mod fmt;

@@ -721,6 +721,40 @@ barrier() {
 	return 1
 }
 
+# await_lock STATE SECONDS: waits until guest_pvlock runs the lock STATE
+# says (native or pvlock, its info's adaptive_state), at most SECONDS; the
+# time that took, and the reason guest_pvlock gives then.
+await_lock() {
+	al_t0=$(uptime_s)
+	al_f=/sys/kernel/debug/pvlock/info
+	while :; do
+		al_s=$(sed -n 's/^adaptive_state: //p' "$al_f" 2>/dev/null)
+		if [ "$al_s" = "$1" ]; then
+			mark await "state=$1 secs=$(elapsed "$al_t0")"
+			mark dmesg "adaptive_reason: $(sed -n 's/^adaptive_reason: //p' "$al_f")"
+			return 0
+		fi
+		if awk -v e="$(elapsed "$al_t0")" -v t="$2" 'BEGIN { exit !(e + 0 >= t + 0) }'; then
+			mark await-error "state=$1 timeout=$2 now=${al_s:-none}"
+			mark dmesg "adaptive_reason: $(sed -n 's/^adaptive_reason: //p' "$al_f")"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# burn N SECONDS: N busy loops for SECONDS, competition for the vCPUs of
+# the guests that share this one's CPUs.
+burn() {
+	bn_i=0
+	while [ $bn_i -lt "$1" ]; do
+		timeout "$2" sh -c 'while :; do :; done' &
+		bn_i=$((bn_i + 1))
+	done
+	wait
+	mark burn "n=$1 secs=$2"
+}
+
 # stressng STRESSORS INSTANCES SECONDS [TIMEOUT]: stress-ng's STRESSORS
 # (comma-separated, e.g. futex,sigq,eventfd) all at once, INSTANCES of
 # each, for SECONDS, bounded by TIMEOUT seconds; the geometric mean of their

@@ -190,6 +190,9 @@ pub struct Node {
     /// `barrier` steps passed: `name`, and `waited` (seconds until every
     /// guest of the l2 step had reached it).
     pub barriers: Vec<BTreeMap<String, String>>,
+    /// `await_lock` steps that saw their state: `state`, `secs` (until it
+    /// was seen).
+    pub awaits: Vec<BTreeMap<String, String>>,
     pub warnings: Option<u64>,
     /// L1: KVM hypercalls by number (decimal string) during each `l2` step.
     pub hypercalls: BTreeMap<String, BTreeMap<String, u64>>,
@@ -1107,6 +1110,9 @@ impl Parsed {
             // A guest that never reached the barrier, or no port to wait on:
             // the guests' measurements did not start together.
             "barrier-error" => node.errors.push(format!("barrier: {data}")),
+            "await" => node.awaits.push(kv(&data)),
+            // The lock did not reach the state in time.
+            "await-error" => node.errors.push(format!("await_lock: {data}")),
             "hotplug" => node.hotplug.push(kv(&data)),
             "hackbench" => {
                 let m = kv(&data);
@@ -1441,6 +1447,21 @@ mod tests {
         let g = &p.nodes["g-1"];
         assert_eq!(g.exit_rc, Some(0));
         assert_eq!(g.steps[0].call, "locktorture");
+    }
+
+    #[test]
+    fn parses_awaits() {
+        let mut p = Parsed::default();
+        p.line("[g-1] @@PV L2.g-1 await state=native secs=3.20");
+        p.line("[g-1] @@PV L2.g-1 await-error state=pvlock timeout=30 now=native");
+        let g = &p.nodes["g-1"];
+        assert_eq!(g.awaits.len(), 1);
+        assert_eq!(g.awaits[0]["state"], "native");
+        assert_eq!(g.awaits[0]["secs"], "3.20");
+        assert_eq!(
+            g.errors,
+            vec!["await_lock: state=pvlock timeout=30 now=native".to_string()]
+        );
     }
 
     #[test]

@@ -233,6 +233,8 @@ const STEP_FUNCTIONS: &[&str] = &[
     "hackbench",
     "stressng",
     "barrier",
+    "await_lock",
+    "burn",
 ];
 
 impl Scenario {

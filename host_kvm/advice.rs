@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The host's advice to a guest's spinlock, from a sample of its load.
+//!
+//! This file knows nothing of the kernel: host_kvm calls [`advise`] with
+//! what KVM sampled (`struct kvm_pvlock_load`), and the tools build the
+//! same file to test it (`tools/pvlock-common`, `cargo test`).
+//!
+//! A VM is *calm* when its vCPUs could all run at once on the CPUs they
+//! may use, alongside the other VMs' vCPUs that ask for those CPUs
+//! (`vcpus + others <= cpus`, in thousandths of a CPU; each of its own
+//! vCPUs counts as a whole CPU however idle, since it may want one at any
+//! moment), and its vCPUs do not wait for a CPU more than
+//! [`Policy::max_wait`] of the time they want one (load that is not a
+//! vCPU, which KVM does not count, shows there).
+//!
+//! The wait share is smoothed (the mean of the new sample and the
+//! smoothed value before it): one sample with a burst of the host's own
+//! work of up to twice the limit does not count, a larger one or steady
+//! competition does (from its first or second sample), and competition
+//! from vCPUs counts at once. The advice says *dedicated*
+//! once the VM has been calm for [`Policy::hold_ns`] without a break, and
+//! stops at the first sample that is not calm: a guest on the native lock
+//! while its vCPUs compete loses far more than one on the paravirtual
+//! lock while they do not. A VMM that pinned its vCPUs says so
+//! ([`abi::KVM_PVLOCK_ADVICE_PINNED`]), or keeps its guests paravirtual
+//! ([`abi::KVM_PVLOCK_ADVICE_SHARED`]).
+//!
+//! The spin threshold is the VMM's (or host_kvm's `spin_threshold`),
+//! scaled down by how far the demand exceeds the CPUs: the more vCPUs
+//! compete for a CPU, the likelier a waiter spins for a holder that waits
+//! for one.
+
+use crate::abi::{self, Advice};
+
+/// A sample of a VM's load (KVM's `struct kvm_pvlock_load`); shares of a
+/// CPU are in thousandths.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Sample {
+    /// The time since the previous sample, in nanoseconds.
+    pub(crate) window_ns: u64,
+    /// The VM's vCPUs.
+    pub(crate) vcpus: u32,
+    /// The CPUs its vCPU threads may run on.
+    pub(crate) cpus: u32,
+    /// What the other VMs' vCPU threads that may run on those CPUs asked
+    /// of them.
+    pub(crate) others: u32,
+    /// The largest share of a vCPU's demand that it spent waiting for a
+    /// CPU.
+    pub(crate) wait: u32,
+}
+
+/// The knobs (host_kvm's parameters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Policy {
+    /// How long a VM must be calm before the advice says dedicated.
+    pub(crate) hold_ns: u64,
+    /// The largest smoothed wait share (thousandths) of a calm VM.
+    pub(crate) max_wait: u32,
+}
+
+/// What [`advise`] keeps of a VM between samples, in one word (KVM keeps
+/// it per VM for the module).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Calm {
+    /// How long the VM has been calm without a break, in microseconds.
+    pub(crate) us: u64,
+    /// The VM's smoothed wait share (thousandths).
+    pub(crate) wait: u32,
+}
+
+impl Calm {
+    const US_MASK: u64 = (1 << 48) - 1;
+
+    /// From KVM's word: microseconds in bits 0-47, the wait in 48-63.
+    pub(crate) fn unpack(v: u64) -> Calm {
+        Calm {
+            us: v & Self::US_MASK,
+            wait: ((v >> 48) as u32).min(1000),
+        }
+    }
+
+    /// To KVM's word.
+    pub(crate) fn pack(self) -> u64 {
+        self.us.min(Self::US_MASK) | (u64::from(self.wait.min(1000)) << 48)
+    }
+}
+
+/// The advice for a VM under `sample`, with the VMM's `mode`
+/// (`KVM_PVLOCK_ADVICE_*`) and spin threshold `base`, given the advice in
+/// force (`was_dedicated`) and what was kept of the VM (`calm`, updated).
+pub(crate) fn advise(
+    sample: &Sample,
+    mode: u64,
+    base: u32,
+    was_dedicated: bool,
+    calm: &mut Calm,
+    policy: &Policy,
+) -> Advice {
+    let cpus = u64::from(sample.cpus) * 1000;
+    let demand = u64::from(sample.vcpus) * 1000 + u64::from(sample.others);
+    calm.wait = (calm.wait + sample.wait.min(1000)) / 2;
+    let is_calm = demand <= cpus && calm.wait <= policy.max_wait;
+    calm.us = if is_calm {
+        calm.us.saturating_add(sample.window_ns / 1000)
+    } else {
+        0
+    };
+    let dedicated = match mode {
+        abi::KVM_PVLOCK_ADVICE_PINNED => true,
+        abi::KVM_PVLOCK_ADVICE_SHARED => false,
+        _ => is_calm && (was_dedicated || calm.us.saturating_mul(1000) >= policy.hold_ns),
+    };
+    let spin_threshold = if base == 0 || cpus == 0 || demand <= cpus {
+        base
+    } else {
+        ((u64::from(base) * cpus / demand) as u32).max(1)
+    };
+    Advice {
+        dedicated,
+        spin_threshold,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POLICY: Policy = Policy {
+        hold_ns: 1_000_000_000,
+        max_wait: 100,
+    };
+    const MS100: u64 = 100_000_000;
+
+    fn sample(vcpus: u32, cpus: u32, others: u32, wait: u32) -> Sample {
+        Sample {
+            window_ns: MS100,
+            vcpus,
+            cpus,
+            others,
+            wait,
+        }
+    }
+
+    /// Runs `samples` through `advise` from a fresh VM in auto mode; the
+    /// advice after each.
+    fn run(samples: &[Sample]) -> Vec<bool> {
+        let mut calm = Calm::default();
+        let mut was = false;
+        samples
+            .iter()
+            .map(|s| {
+                was = advise(s, abi::KVM_PVLOCK_ADVICE_AUTO, 0, was, &mut calm, &POLICY).dedicated;
+                was
+            })
+            .collect()
+    }
+
+    #[test]
+    fn dedicated_only_after_the_hold() {
+        let calm = vec![sample(2, 2, 0, 10); 12];
+        let got = run(&calm);
+        // 1 s of calm at 100 ms a sample: the tenth sample.
+        assert_eq!(got.iter().position(|&d| d), Some(9));
+        assert!(got[9..].iter().all(|&d| d));
+    }
+
+    #[test]
+    fn more_vcpus_than_cpus_is_never_dedicated() {
+        assert!(run(&vec![sample(4, 2, 0, 0); 50]).iter().all(|&d| !d));
+    }
+
+    #[test]
+    fn other_vms_count_by_what_they_ask() {
+        // One vCPU on two CPUs: room for 0.9 of another VM's, not 1.1.
+        let mut s = vec![sample(1, 2, 900, 0); 10];
+        s.push(sample(1, 2, 1100, 0));
+        let got = run(&s);
+        assert!(got[9]);
+        assert!(!got[10], "a busier other VM ends it at once");
+    }
+
+    #[test]
+    fn one_burst_of_wait_is_smoothed_steady_wait_is_not() {
+        let mut s = vec![sample(2, 2, 0, 0); 10];
+        s.push(sample(2, 2, 0, 180));
+        s.push(sample(2, 2, 0, 0));
+        let got = run(&s);
+        assert!(got[9] && got[10] && got[11], "{got:?}");
+
+        let mut s = vec![sample(2, 2, 0, 0); 10];
+        s.extend([sample(2, 2, 0, 500); 2]);
+        let got = run(&s);
+        assert!(got[9]);
+        assert!(!got[10], "a sample over twice the limit counts at once");
+        assert!(!got[11]);
+
+        let mut s = vec![sample(2, 2, 0, 0); 10];
+        s.extend([sample(2, 2, 0, 150); 3]);
+        let got = run(&s);
+        assert!(got[10], "150 alone is smoothed to 75");
+        assert!(!got[11], "and counts at the second sample (112)");
+    }
+
+    #[test]
+    fn hold_starts_again_after_a_break() {
+        let mut s = vec![sample(2, 2, 0, 0); 5];
+        s.push(sample(3, 2, 0, 0));
+        s.extend(vec![sample(2, 2, 0, 0); 10]);
+        let got = run(&s);
+        assert!(got.iter().take(15).all(|&d| !d), "{got:?}");
+        assert!(got[15]);
+    }
+
+    #[test]
+    fn the_vmm_pins_or_shares() {
+        let mut calm = Calm::default();
+        let busy = sample(8, 2, 5000, 900);
+        let a = advise(
+            &busy,
+            abi::KVM_PVLOCK_ADVICE_PINNED,
+            0,
+            false,
+            &mut calm,
+            &POLICY,
+        );
+        assert!(a.dedicated);
+        let idle = sample(1, 4, 0, 0);
+        for _ in 0..100 {
+            let a = advise(
+                &idle,
+                abi::KVM_PVLOCK_ADVICE_SHARED,
+                0,
+                true,
+                &mut calm,
+                &POLICY,
+            );
+            assert!(!a.dedicated);
+        }
+    }
+
+    #[test]
+    fn the_threshold_shrinks_with_overcommit() {
+        let mut calm = Calm::default();
+        let t = |s: Sample, calm: &mut Calm| {
+            advise(&s, abi::KVM_PVLOCK_ADVICE_AUTO, 30000, false, calm, &POLICY).spin_threshold
+        };
+        assert_eq!(t(sample(2, 2, 0, 0), &mut calm), 30000);
+        assert_eq!(t(sample(4, 2, 0, 0), &mut calm), 15000);
+        assert_eq!(t(sample(6, 2, 0, 0), &mut calm), 10000);
+        let none = advise(&sample(6, 2, 0, 0), 0, 0, false, &mut calm, &POLICY);
+        assert_eq!(none.spin_threshold, 0, "no base, no recommendation");
+    }
+
+    #[test]
+    fn state_round_trips_in_one_word() {
+        let c = Calm {
+            us: 123_456_789,
+            wait: 999,
+        };
+        assert_eq!(Calm::unpack(c.pack()), c);
+        assert_eq!(Calm::unpack(u64::MAX).wait, 1000);
+    }
+}
