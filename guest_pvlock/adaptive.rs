@@ -14,7 +14,8 @@
 //! - parks the lock (the kernel's native lock runs instead,
 //!   [`Installed::park`]) once the host has said *dedicated* and no vCPU
 //!   has been kept from running for more than `adaptive_max_steal`
-//!   thousandths of a period, for `adaptive_hold_ms` without a break;
+//!   thousandths of two periods in a row, for `adaptive_hold_ms` without a
+//!   break;
 //! - installs it again ([`Installed::unpark`]) at the first period in which
 //!   either stops being true, or the advice cannot be read (host_kvm gone);
 //! - keeps the host's recommended spin threshold current.
@@ -191,6 +192,8 @@ struct Inner {
     /// Per CPU, its steal clock at the last run; and when that was.
     steal: KVec<u64>,
     last: u64,
+    /// The steal share of the period before (thousandths).
+    steal_before: u32,
 }
 
 /// The lock and the state of the periodic decision.
@@ -215,6 +218,7 @@ impl Control {
                 calm_since: None,
                 steal,
                 last: now,
+                steal_before: 0,
             }),
         }? Error))
     }
@@ -303,7 +307,11 @@ impl PeriodicWork for Control {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
         let now = guest::local_clock();
-        let steal = steal_share(inner, now);
+        // Like the host's wait share: two periods in a row count, one
+        // burst of the host's own work does not.
+        let share = steal_share(inner, now);
+        let steal = share.min(inner.steal_before);
+        inner.steal_before = share;
         let advice = if params::ADAPTIVE.get() {
             read_advice()
         } else {
@@ -312,7 +320,7 @@ impl PeriodicWork for Control {
         STATS
             .advice
             .store(advice.map_or(u64::MAX, Advice::value), Relaxed);
-        STATS.steal.store(steal, Relaxed);
+        STATS.steal.store(share, Relaxed);
         if let Some(a) = advice {
             params::HOST_SPIN_THRESHOLD
                 .store(a.spin_threshold.min(abi::MAX_SPIN_THRESHOLD), Relaxed);

@@ -53,7 +53,7 @@ kernel::pvlock_module_param!(adaptive_hold_ms: U32Param = ADAPTIVE_HOLD_MS, 0o64
 
 pub(crate) static ADAPTIVE_MAX_STEAL: U32Param = U32Param::new(100, 0, 1000);
 kernel::pvlock_module_param!(adaptive_max_steal: U32Param = ADAPTIVE_MAX_STEAL, 0o644,
-    "Thousandths of a period that the host may keep a vCPU from running while the native lock runs (default 100; 1000: no guard)");
+    "Thousandths of a period that the host may keep a vCPU from running, in two periods in a row, while the native lock runs (default 100; 1000: no guard)");
 
 /// `kick=0`: the project's lock wait and kick when the host offers them,
 /// else `HLT` and `KVM_HC_KICK_CPU`; `1`: always the latter; `2`: only the

@@ -67,7 +67,7 @@ kernel::pvlock_module_param!(advice_hold_ms: U32Param = ADVICE_HOLD_MS, 0o644,
 
 static ADVICE_MAX_WAIT: U32Param = U32Param::new(100, 0, 1000);
 kernel::pvlock_module_param!(advice_max_wait: U32Param = ADVICE_MAX_WAIT, 0o644,
-    "Thousandths of its demand a vCPU may wait for a CPU in a sample and its VM still count as not competing (default 100)");
+    "Thousandths of its demand a vCPU may wait for a CPU in two samples in a row and its VM still count as not competing (default 100)");
 
 static INJECT_IGNORE_KICKS: BoolParam = BoolParam::new(false);
 kernel::pvlock_module_param!(inject_ignore_kicks: BoolParam = INJECT_IGNORE_KICKS, 0o644,

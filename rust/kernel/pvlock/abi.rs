@@ -94,12 +94,13 @@ pub const KVM_PVLOCK_ABI_VERSION: u64 = 3;
 /// The lowest ABI version whose lock waits the guest uses.
 pub const KVM_PVLOCK_ABI_WAIT: u64 = 2;
 
-/// [`KVM_PVLOCK_PARAM_ADVICE`] bits 0-31: the spin threshold recommended
-/// now, 0 for none.
-pub const KVM_PVLOCK_ADVICE_THRESHOLD_MASK: u64 = 0xffff_ffff;
-/// [`KVM_PVLOCK_PARAM_ADVICE`] bit 32: the VM's vCPUs have CPUs to
+/// [`KVM_PVLOCK_PARAM_ADVICE`] bits 0-26: the spin threshold recommended
+/// now, 0 for none. The whole value fits in 31 bits: a 32-bit guest reads
+/// a hypercall's result from EAX, as a positive value.
+pub const KVM_PVLOCK_ADVICE_THRESHOLD_MASK: u64 = 0x07ff_ffff;
+/// [`KVM_PVLOCK_PARAM_ADVICE`] bit 30: the VM's vCPUs have CPUs to
 /// themselves now.
-pub const KVM_PVLOCK_ADVICE_DEDICATED: u64 = 1 << 32;
+pub const KVM_PVLOCK_ADVICE_DEDICATED: u64 = 1 << 30;
 
 /// The host's advice to a guest's spinlock ([`KVM_PVLOCK_PARAM_ADVICE`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -124,13 +125,19 @@ impl Advice {
         })
     }
 
-    /// The [`KVM_PVLOCK_PARAM_ADVICE`] value.
+    /// The [`KVM_PVLOCK_PARAM_ADVICE`] value (a threshold above
+    /// [`MAX_SPIN_THRESHOLD`] is clamped to it).
     pub const fn value(self) -> u64 {
+        let t = if self.spin_threshold > MAX_SPIN_THRESHOLD {
+            MAX_SPIN_THRESHOLD
+        } else {
+            self.spin_threshold
+        };
         (if self.dedicated {
             KVM_PVLOCK_ADVICE_DEDICATED
         } else {
             0
-        }) | self.spin_threshold as u64
+        }) | t as u64
     }
 }
 

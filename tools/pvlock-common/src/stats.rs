@@ -123,6 +123,18 @@ pub const KVM_VCPU_COUNTERS: [&str; 7] = [
     "pvlock_waits_bound",
 ];
 
+/// KVM's per-VM statistics of the host's advice (`kernel/patches/0009-*`,
+/// Documentation/virt/kvm/pvlock.rst "The advice"): the advice in force
+/// (1: dedicated), its changes, and the last sample of the VM's load, in
+/// thousandths of a CPU.
+pub const KVM_VM_ADVICE: [&str; 5] = [
+    "pvlock_advice_dedicated",
+    "pvlock_advice_changes",
+    "pvlock_load_demand",
+    "pvlock_load_others",
+    "pvlock_load_wait",
+];
+
 /// KVM's per-vCPU log2 histogram of the nanoseconds from a kick to the end
 /// of the wait it ended.
 pub const KVM_VCPU_KICK_LATENCY_HIST: &str = "pvlock_kick_latency_hist";

@@ -11,7 +11,10 @@
 //! what it did.
 
 use std::fmt::{self, Display};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
 use kvm_bindings::{
@@ -142,6 +145,14 @@ pub const CASES: &[Case] = &[
         needs: Needs::Loaded,
         about: "with HLT exits disabled, a lock wait still halts and its kick ends it",
         run: hlt_in_guest,
+    },
+    Case {
+        name: "advice",
+        needs: Needs::Loaded,
+        about: "GET_PARAM(ADVICE): the VMM's PINNED and SHARED, and with AUTO dedicated alone, \
+                shared at once beside a busy VM and under CPU hogs, dedicated again after; bad \
+                mode refused",
+        run: advice,
     },
     Case {
         name: "no_cap_enosys",
@@ -717,7 +728,7 @@ fn enable_cap_validation(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
                 [abi::KVM_PVLOCK_KICK_YIELD, 0, 0, 0],
             ),
             ("threshold (1<<26)+1", [enable, max + 1, 0, 0]),
-            ("args[2]=1", [enable, 0, 1, 0]),
+            ("advice mode args[2]=3", [enable, 0, 3, 0]),
             ("args[3]=1", [enable, 0, 0, 1]),
         ];
         for (what, args) in bad {
@@ -1155,6 +1166,140 @@ fn wait_bound(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
             ("kicks_held", 1),
         ],
     )
+}
+
+/// The advice of `vm` once `want(advice)` holds, polled for up to 3 s;
+/// `Err` with the last advice seen if it never does.
+fn advice_until(
+    vm: &TestVm,
+    what: &str,
+    want: impl Fn(abi::Advice) -> bool,
+) -> Result<abi::Advice> {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let v = vm.get_param(abi::KVM_PVLOCK_PARAM_ADVICE as u32)?;
+        ensure!(v >= 0, "GET_PARAM(ADVICE) failed with {v}");
+        let a = abi::Advice::from_value(v as u64)
+            .with_context(|| format!("GET_PARAM(ADVICE) = {v:#x} sets undefined bits"))?;
+        if want(a) {
+            return Ok(a);
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "the advice did not become {what} within 3 s (last {a:?})"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// CPU hogs: `n` threads that spin until dropped (in this process, so on
+/// the CPUs the vCPU threads may use).
+struct Hogs {
+    stop: Arc<AtomicBool>,
+    threads: Vec<thread::JoinHandle<()>>,
+}
+
+impl Hogs {
+    fn start(n: usize) -> Hogs {
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = (0..n)
+            .map(|_| {
+                let stop = Arc::clone(&stop);
+                thread::spawn(move || {
+                    while !stop.load(AtomicOrdering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        Hogs { stop, threads }
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        self.stop.store(true, AtomicOrdering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Case: the host's advice (`KVM_PVLOCK_PARAM_ADVICE`).
+fn advice(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
+    let on = abi::KVM_PVLOCK_KICK_ENABLE;
+    let hold = ctx
+        .params
+        .read("advice_hold_ms")?
+        .context("host_kvm has no advice_hold_ms parameter (ABI 3)")?;
+    let counters = ctx.debugfs.try_counters();
+    let vm = ctx.kick_vm(0)?;
+    // The VMM pinned its vCPUs: dedicated, with its threshold.
+    enable(&vm, [on, 5000, abi::KVM_PVLOCK_ADVICE_PINNED, 0])?;
+    vm.prime_target()?;
+    let a = advice_until(&vm, "dedicated (PINNED)", |a| a.dedicated)?;
+    ensure!(
+        a.spin_threshold == 5000,
+        "PINNED advice {a:?}: not the VMM's threshold 5000"
+    );
+    expect_ret(
+        "GET_PARAM(SPIN_THRESHOLD) with the advice",
+        vm.get_param(abi::KVM_PVLOCK_PARAM_SPIN_THRESHOLD as u32)?,
+        5000,
+    )?;
+    // SHARED: never dedicated.
+    enable(&vm, [on, 5000, abi::KVM_PVLOCK_ADVICE_SHARED, 0])?;
+    advice_until(&vm, "shared (SHARED)", |a| !a.dedicated)?;
+    // A bad mode is refused and changes nothing.
+    ensure!(
+        vm.enable_pvlock([on, 0, 3, 0]) == Err(libc::EINVAL),
+        "ENABLE_CAP with advice mode 3 was not refused"
+    );
+    thread::sleep(Duration::from_millis(300));
+    advice_until(&vm, "still shared after a refused mode", |a| !a.dedicated)?;
+
+    // AUTO, no hold: this VM's two vCPUs alone on the CPUs this process
+    // may use (two or more: the harness runs it on L1's guest CPUs).
+    ctx.params.write("advice_hold_ms", "0")?;
+    let result = (|| -> Result<()> {
+        enable(&vm, [on, 0, abi::KVM_PVLOCK_ADVICE_AUTO, 0])?;
+        let t0 = Instant::now();
+        advice_until(&vm, "dedicated (AUTO, alone)", |a| a.dedicated)?;
+        out.set("dedicated_after_ms", t0.elapsed().as_millis());
+
+        // A second VM whose vCPU spins on the same CPUs: shared at once.
+        let other = ctx.kick_vm(on)?;
+        other.target_round(true, Rest::Hlt)?;
+        let t0 = Instant::now();
+        let shared = advice_until(&vm, "shared (a busy VM beside it)", |a| !a.dedicated);
+        out.set("shared_after_busy_vm_ms", t0.elapsed().as_millis());
+        other.target_stop_spinning()?;
+        drop(other);
+        shared?;
+        advice_until(&vm, "dedicated again (the busy VM gone)", |a| a.dedicated)?;
+
+        // CPU hogs beside this VM's own spinning vCPU: its wait shows it.
+        vm.target_round(true, Rest::Hlt)?;
+        let hogs = Hogs::start(4);
+        let t0 = Instant::now();
+        let shared = advice_until(&vm, "shared (CPU hogs)", |a| !a.dedicated);
+        out.set("shared_after_hogs_ms", t0.elapsed().as_millis());
+        drop(hogs);
+        shared?;
+        advice_until(&vm, "dedicated again (the hogs gone)", |a| a.dedicated)?;
+        vm.target_stop_spinning()?;
+        Ok(())
+    })();
+    let restored = ctx.params.write("advice_hold_ms", &hold);
+    result.and(restored)?;
+    if let (Some(before), Ok(after)) = (counters.as_ref(), ctx.debugfs.counters()) {
+        for name in ["advice_dedicated", "advice_shared"] {
+            let d = after.delta(before, name);
+            out.set(name, d);
+            ensure!(d >= 3, "debugfs {name} grew by {d}, not at least 3");
+        }
+    }
+    Ok(())
 }
 
 /// Case: bad kick and wait arguments.

@@ -13,8 +13,13 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-/// The per-VM counters shown, in order (KVM's names).
-pub use pvlock_common::stats::KVM_VCPU_COUNTERS as COUNTERS;
+use pvlock_common::stats::{KVM_VCPU_COUNTERS, KVM_VM_ADVICE};
+
+/// The per-VM statistics shown, in order (KVM's names): the lock waits and
+/// kicks, then the host's advice and the load behind it.
+pub fn columns() -> impl Iterator<Item = &'static str> {
+    KVM_VCPU_COUNTERS.into_iter().chain(KVM_VM_ADVICE)
+}
 
 /// One VM's counters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -24,8 +29,9 @@ pub struct Vm {
     pub pid: u32,
     /// The VMM's command (`/proc/PID/comm`), if readable.
     pub comm: String,
-    /// Per counter of [`COUNTERS`], in order; `None` if KVM has no such
-    /// file (a kernel without the pvlock statistics).
+    /// Per statistic of [`columns`], in order; `None` if KVM has no such
+    /// file (a kernel without the pvlock statistics, or without the
+    /// advice's).
     pub counters: Vec<(String, Option<u64>)>,
 }
 
@@ -44,8 +50,7 @@ pub fn read(root: &Path, proc_root: &Path) -> Result<Vec<Vm>> {
         let (Ok(pid), Ok(_)) = (pid.parse::<u32>(), fd.parse::<u32>()) else {
             continue;
         };
-        let counters = COUNTERS
-            .iter()
+        let counters = columns()
             .map(|c| {
                 let v = fs::read_to_string(e.path().join(c))
                     .ok()
@@ -64,10 +69,12 @@ pub fn read(root: &Path, proc_root: &Path) -> Result<Vec<Vm>> {
         });
     }
     vms.sort_by(|a, b| (a.pid, &a.vm).cmp(&(b.pid, &b.vm)));
-    if vms
-        .iter()
-        .any(|v| v.counters.iter().all(|(_, c)| c.is_none()))
-    {
+    if vms.iter().any(|v| {
+        v.counters
+            .iter()
+            .take(KVM_VCPU_COUNTERS.len())
+            .all(|(_, c)| c.is_none())
+    }) {
         bail!(
             "KVM in this kernel keeps no pvlock statistics ({} has no pvlock_waits)",
             dir.display()
@@ -83,11 +90,7 @@ pub fn table(vms: &[Vm]) -> String {
         return "no VM is running\n".into();
     }
     let mut head = vec!["VM".to_string(), "COMMAND".to_string()];
-    head.extend(
-        COUNTERS
-            .iter()
-            .map(|c| c.trim_start_matches("pvlock_").to_string()),
-    );
+    head.extend(columns().map(|c| c.trim_start_matches("pvlock_").to_string()));
     let rows: Vec<Vec<String>> = vms
         .iter()
         .map(|v| {
@@ -157,7 +160,7 @@ mod tests {
         for (vm, base) in [("120-11", 1u64), ("98-12", 100)] {
             let p = d.path().join("debugfs/kvm").join(vm);
             fs::create_dir_all(&p).unwrap();
-            for (i, c) in COUNTERS.iter().enumerate() {
+            for (i, c) in columns().enumerate() {
                 fs::write(p.join(c), format!("{}\n", base + i as u64)).unwrap();
             }
             fs::write(p.join("halt_exits"), "5\n").unwrap();
@@ -176,12 +179,17 @@ mod tests {
         assert_eq!((vms[0].pid, vms[0].comm.as_str()), (98, "qemu-system-x86"));
         assert_eq!(vms[0].counters[0], ("pvlock_waits".into(), Some(100)));
         assert_eq!(vms[1].counters[5], ("pvlock_kicks_failed".into(), Some(6)));
+        assert_eq!(
+            vms[1].counters[7],
+            ("pvlock_advice_dedicated".into(), Some(8))
+        );
         let t = table(&vms);
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[0].starts_with("VM "), "{t}");
         assert!(lines[0].contains("kicks_woken"), "{t}");
         assert!(lines[1].starts_with("98-12   qemu-system-x86"), "{t}");
-        assert!(lines[2].ends_with(" 7"), "{t}");
+        assert!(lines[0].ends_with("load_wait"), "{t}");
+        assert!(lines[2].ends_with(" 12"), "{t}");
         let j: serde_json::Value = serde_json::from_str(&json(&vms)).unwrap();
         assert_eq!(j["vms"][1]["counters"]["pvlock_waits_kicked"], 3);
     }
