@@ -141,6 +141,20 @@ pub const CASES: &[Case] = &[
         run: mp_state_round_trip,
     },
     Case {
+        name: "kick_cpu_latch_used_up",
+        needs: Needs::Loaded,
+        about: "a KVM_HC_KICK_CPU latched before a lock wait ends that wait only: the next \
+                wait halts until its own kick",
+        run: kick_cpu_latch_used_up,
+    },
+    Case {
+        name: "restore_keeps_held_kicks",
+        needs: Needs::Loaded,
+        about: "after KVM_SET_MP_STATE a kick held for an outer wait survives a nested wait \
+                that the restore's armed kick ends",
+        run: restore_keeps_held_kicks,
+    },
+    Case {
         name: "hlt_in_guest",
         needs: Needs::Loaded,
         about: "with HLT exits disabled, a lock wait still halts and its kick ends it",
@@ -1299,6 +1313,65 @@ fn advice(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
             ensure!(d >= 3, "debugfs {name} grew by {d}, not at least 3");
         }
     }
+    Ok(())
+}
+
+/// Case: a `KVM_HC_KICK_CPU` latched in `pv_unhalted` (the guest's
+/// fallback kick, made before the wait it is for) ends one lock wait.
+fn kick_cpu_latch_used_up(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
+    let vm = ctx.kick_vm(abi::KVM_PVLOCK_KICK_ENABLE)?;
+    let t = vm.token();
+    vm.target_round(true, Rest::wait(t))?;
+    expect_ret(
+        "KVM_HC_KICK_CPU of the spinning target",
+        vm.hypercall(abi::KVM_HC_KICK_CPU, [0, 1, 0, 0])?.ret(),
+        0,
+    )?;
+    vm.target_stop_spinning()?;
+    vm.expect_waited()
+        .context("the lock wait after a latched KVM_HC_KICK_CPU did not return at once")?;
+    let t = vm.token();
+    vm.target_round(false, Rest::wait(t))?;
+    vm.expect_target_halted(
+        ctx.settings.stale_wait,
+        "of the next lock wait: the KVM_HC_KICK_CPU latched for the wait before ended it too",
+    )?;
+    let w = vm.kick_wait(t)?;
+    vm.expect_waited()?;
+    out.set("next_wait_halted", "yes");
+    out.set("kick_retries", w.retries);
+    Ok(())
+}
+
+/// Case: a restore (`KVM_SET_MP_STATE`) arms the next lock wait to end at
+/// once; a kick held meanwhile for another wait stays held for it.
+fn restore_keeps_held_kicks(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
+    let vm = ctx.kick_vm(abi::KVM_PVLOCK_KICK_ENABLE)?;
+    // An outer wait (token a) is on its way in when a nested one (b, a
+    // later token: an interrupt handler's) waits first.
+    let a = vm.token();
+    let b = vm.token();
+    vm.target_round(true, Rest::wait(b))?;
+    let s = mp_state_round_trip_of_target(&vm, "while spinning")?;
+    ensure!(
+        s == KVM_MP_STATE_RUNNABLE,
+        "KVM_GET_MP_STATE of the spinning target returned {s} ({})",
+        mp_state_name(s)
+    );
+    expect_ret(
+        "the outer wait's kick, before it",
+        vm.kick(0, 1, a)?.ret(),
+        abi::KVM_PVLOCK_KICK_HELD,
+    )?;
+    vm.target_stop_spinning()?;
+    vm.expect_waited()
+        .context("the nested wait after the restore did not return at once")?;
+    vm.target_round(false, Rest::wait(a))?;
+    let (_, ret) = vm.expect_waited_within(ctx.settings.stale_wait).context(
+        "the outer wait halted although its kick was held: the restore's armed kick swallowed it",
+    )?;
+    expect_ret("the outer wait", ret, abi::KVM_PVLOCK_WAIT_ENDED)?;
+    out.set("outer_wait_at_once", "yes");
     Ok(())
 }
 
