@@ -12,12 +12,14 @@ use plotters::prelude::*;
 use std::path::Path;
 
 /// One per mode, in the order of [`Mode::ALL`].
-const COLORS: [RGBColor; 5] = [
+const COLORS: [RGBColor; Mode::ALL.len()] = [
     RGBColor(0x99, 0x99, 0x99),
     RGBColor(0xcc, 0xcc, 0xcc),
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0xff, 0x7f, 0x0e),
     RGBColor(0x2c, 0xa0, 0x2c),
+    // pvlock-static: pvlock-hostkvm's green, lighter.
+    RGBColor(0x98, 0xdf, 0x8a),
 ];
 
 fn color(m: Mode) -> RGBColor {

@@ -168,10 +168,83 @@ pub struct Instance {
     /// guest_pvlock's counters during this workload (the difference of
     /// the pvlock-stat snapshots around it).
     pub counters: BTreeMap<String, i64>,
+    /// What guest_pvlock's adaptive lock ran during this workload, from
+    /// the same snapshots (`None`: no guest_pvlock, no snapshots, or a
+    /// guest_pvlock or a `results.json` from before the adaptive lock).
+    #[serde(default)]
+    pub adaptive: Option<AdaptiveRun>,
     /// The pvlock-stat snapshot taken right after the workload.
     pub stat: Option<Value>,
     /// Kernel problems this guest reported (whole boot).
     pub problems: Vec<String>,
+}
+
+/// What guest_pvlock's adaptive lock ran during one workload: the
+/// differences of its adaptive counters (`switches_to_native`,
+/// `switches_to_pvlock`, `time_native_ns`, `time_pvlock_ns`, cumulative
+/// since load or zero_stats) between the pvlock-stat snapshots before and
+/// after the workload.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct AdaptiveRun {
+    /// Switches from pvlock to the native lock during the workload.
+    pub to_native: i64,
+    /// Switches from the native lock back to pvlock.
+    pub to_pvlock: i64,
+    /// Nanoseconds on the native lock (parked pvlock).
+    pub native_ns: i64,
+    /// Nanoseconds on pvlock.
+    pub pvlock_ns: i64,
+    /// The share of the time on the native lock, native_ns / (native_ns +
+    /// pvlock_ns); `None` when neither grew.
+    pub native_share: Option<f64>,
+    /// The longest switch since load (`switch_max_ns` after the
+    /// workload, not a difference), if the snapshot has it.
+    pub switch_max_ns: Option<i64>,
+}
+
+impl AdaptiveRun {
+    /// From guest_pvlock's counters before and after a workload (each
+    /// pvlock-stat snapshot's `dirs.guest.counters`; `before` empty for
+    /// "since load"). `None` if `after` lacks the adaptive counters (a
+    /// guest_pvlock from before them), or if one went down (the
+    /// statistics were zeroed in between: the differences mean nothing).
+    pub fn between(before: &BTreeMap<String, i64>, after: &BTreeMap<String, i64>) -> Option<Self> {
+        let delta = |c: &str| -> Option<i64> {
+            let d = after.get(c)? - before.get(c).copied().unwrap_or(0);
+            (d >= 0).then_some(d)
+        };
+        let run = AdaptiveRun {
+            to_native: delta("switches_to_native")?,
+            to_pvlock: delta("switches_to_pvlock")?,
+            native_ns: delta("time_native_ns")?,
+            pvlock_ns: delta("time_pvlock_ns")?,
+            native_share: None,
+            switch_max_ns: after.get("switch_max_ns").copied(),
+        };
+        Some(run.with_share())
+    }
+
+    /// Several guests' runs of one workload as one (their switches and
+    /// times added up, the share of the sums, the longest switch); `None`
+    /// for none.
+    pub fn sum<'a>(runs: impl IntoIterator<Item = &'a AdaptiveRun>) -> Option<Self> {
+        let mut total: Option<AdaptiveRun> = None;
+        for r in runs {
+            let t = total.get_or_insert_with(AdaptiveRun::default);
+            t.to_native += r.to_native;
+            t.to_pvlock += r.to_pvlock;
+            t.native_ns += r.native_ns;
+            t.pvlock_ns += r.pvlock_ns;
+            t.switch_max_ns = t.switch_max_ns.max(r.switch_max_ns);
+        }
+        total.map(AdaptiveRun::with_share)
+    }
+
+    fn with_share(mut self) -> Self {
+        let all = self.native_ns + self.pvlock_ns;
+        self.native_share = (all > 0).then(|| self.native_ns as f64 / all as f64);
+        self
+    }
 }
 
 /// One cell of the matrix in one repetition.
@@ -204,6 +277,17 @@ pub struct Measurement {
     pub instances: Vec<Instance>,
 }
 
+impl Measurement {
+    /// What the adaptive lock ran during the workload, over every guest
+    /// of the measurement; `None` unless each of them has its record.
+    pub fn adaptive(&self) -> Option<AdaptiveRun> {
+        if self.instances.is_empty() || self.instances.iter().any(|i| i.adaptive.is_none()) {
+            return None;
+        }
+        AdaptiveRun::sum(self.instances.iter().filter_map(|i| i.adaptive.as_ref()))
+    }
+}
+
 /// L1's side of a run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct HostSide {
@@ -231,6 +315,14 @@ fn counters(stat: &Value) -> BTreeMap<String, i64> {
 }
 
 /// What the guest says it runs; `Err` if it is not what `mode` means.
+///
+/// For the guest_pvlock modes this is what its `info` said once, after
+/// the load and the settling and before the workloads; what the adaptive
+/// lock ran during each workload is [`Instance::adaptive`]. An adaptive
+/// guest may run the native lock by the host's advice (`lock_ops` native,
+/// `adaptive_state` native): that is pvlock's choice, accepted; a guest
+/// whose guest_pvlock is not installed is not. pvlock-static must run
+/// pvlock with `adaptive: 0`.
 fn lock_of(node: &RNode, mode: Mode) -> Result<String, String> {
     let pv_enabled = node
         .dmesg
@@ -240,6 +332,7 @@ fn lock_of(node: &RNode, mode: Mode) -> Result<String, String> {
         .dmesg
         .iter()
         .any(|l| l.contains("PV spinlocks disabled"));
+    let info = |k: &str| node.info.get(k).map(String::as_str);
     match mode {
         Mode::Native | Mode::NativeTwo if pv_enabled => {
             Err("native guest reports PV spinlocks enabled".into())
@@ -248,36 +341,72 @@ fn lock_of(node: &RNode, mode: Mode) -> Result<String, String> {
         Mode::Upstream if pv_disabled => {
             Err("upstream-pv guest reports PV spinlocks disabled".into())
         }
-        Mode::Upstream if node.info.get("lock_ops").is_some_and(|o| o == "pvlock") => {
+        Mode::Upstream if info("lock_ops") == Some("pvlock") => {
             Err("upstream-pv guest runs pvlock".into())
         }
         Mode::Upstream => Ok("upstream-pv".into()),
-        Mode::KickCpu | Mode::HostKvm => {
+        Mode::KickCpu | Mode::HostKvm | Mode::Static => {
             // guest_pvlock's `info` names its mode (how waiters wait and
-            // unlockers kick); before the lock waits came it named the
-            // kick.
+            // unlockers kick; parked, the mode pvlock would run in); before
+            // the lock waits came it named the kick.
             let (want_mode, want_kick) = if mode == Mode::KickCpu {
                 ("hlt_kvm_hc_kick_cpu", "kvm_hc_kick_cpu")
             } else {
                 ("kvm_hc_pvlock_wait", "kvm_hc_pvlock_kick")
             };
-            let ops = node.info.get("lock_ops").map(String::as_str).unwrap_or("");
-            if ops != "pvlock" {
-                return Err(format!(
-                    "guest_pvlock is not installed (lock_ops '{ops}'{})",
+            let ops = info("lock_ops").unwrap_or("");
+            let state = info("adaptive_state").unwrap_or("");
+            let not_installed = || {
+                format!(
+                    "guest_pvlock is not installed (lock_ops '{ops}'{}{})",
+                    if state.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", adaptive_state '{state}'")
+                    },
                     node.errors
                         .first()
                         .map(|e| format!(", {e}"))
                         .unwrap_or_default()
-                ));
-            }
-            match (node.info.get("mode"), node.info.get("kick")) {
-                (Some(m), _) if m == want_mode => Ok(format!("pvlock, mode {m}")),
+                )
+            };
+            // guest_pvlock records its state once a switch is done: lock
+            // ops and state that disagree, or `other` ops, were read in
+            // the middle of a switch. The lock is installed and following
+            // the host: what it ran during each workload is in
+            // `Instance::adaptive`.
+            let lock = match (ops, state) {
+                ("pvlock", "native") | ("native", "pvlock") | ("other", "pvlock" | "native")
+                    if mode.is_adaptive() =>
+                {
+                    "pvlock (switching when `info` was read)"
+                }
+                ("pvlock", _) if !mode.is_adaptive() => match info("adaptive") {
+                    Some("0") => "pvlock (static, adaptive=0)",
+                    a => {
+                        return Err(format!(
+                            "pvlock-static guest's guest_pvlock follows the host (adaptive '{}', not 0)",
+                            a.unwrap_or("")
+                        ))
+                    }
+                },
+                ("pvlock", _) => "pvlock",
+                ("native", "native") if !mode.is_adaptive() => {
+                    return Err(
+                        "pvlock-static guest runs the native lock by the host's advice (adaptive=0 did not take)"
+                            .into(),
+                    )
+                }
+                ("native", "native") => "pvlock (native by the host's advice)",
+                _ => return Err(not_installed()),
+            };
+            match (info("mode"), info("kick")) {
+                (Some(m), _) if m == want_mode => Ok(format!("{lock}, mode {m}")),
                 (Some(m), _) => Err(format!("guest_pvlock runs mode '{m}', not {want_mode}")),
-                (None, Some(k)) if k == want_kick => Ok(format!("pvlock, kick {k}")),
+                (None, Some(k)) if k == want_kick => Ok(format!("{lock}, kick {k}")),
                 (None, k) => Err(format!(
                     "guest_pvlock kicks with '{}', not {want_kick}",
-                    k.map(String::as_str).unwrap_or("")
+                    k.unwrap_or("")
                 )),
             }
         }
@@ -384,6 +513,7 @@ fn instance(
                 .iter()
                 .map(|(c, v)| (c.clone(), v - before.get(c).copied().unwrap_or(0)))
                 .collect();
+            inst.adaptive = AdaptiveRun::between(&before, &now);
             inst.stat = Some(node.stats[k].clone());
         }
     }
@@ -749,6 +879,9 @@ mod tests {
         );
         assert_eq!(hk.instances[0].counters["kicks"], 6051);
         assert_eq!(hk.instances[0].hypercalls["1886781441"], 6036);
+        // A guest_pvlock from before the adaptive lock: no record of it.
+        assert_eq!(hk.instances[0].adaptive, None);
+        assert_eq!(hk.adaptive(), None);
         let host = host_side(&report["result"]);
         assert_eq!(
             host.host_stat.unwrap()["dirs"]["host"]["counters"]["kicks"],
@@ -1068,5 +1201,267 @@ mod tests {
         assert_eq!(ms[1].fairness, None);
         assert_eq!(ms[1].instances[0].stressng_rates["sigq"], 12000.0);
         assert_eq!(ms[1].instances[0].hypercalls["1886781441"], 77);
+    }
+
+    fn node(info: Value) -> RNode {
+        serde_json::from_value(serde_json::json!({ "booted": true, "info": info })).unwrap()
+    }
+
+    #[test]
+    fn the_adaptive_lock_may_run_native_by_the_hosts_advice() {
+        // At 1x the host advises "dedicated" and guest_pvlock parks its
+        // lock: `info` says lock_ops native, adaptive_state native; the
+        // mode line stays the lock's wait and kick.
+        let parked = |mode: &str| {
+            node(
+                serde_json::json!({ "lock_ops": "native", "installed": "1", "mode": mode,
+                "adaptive": "1", "adaptive_state": "native",
+                "adaptive_reason": "the host says dedicated and steal time agrees",
+                "advice": "dedicated=1 spin_threshold=0" }),
+            )
+        };
+        assert_eq!(
+            lock_of(&parked("kvm_hc_pvlock_wait"), Mode::HostKvm).as_deref(),
+            Ok("pvlock (native by the host's advice), mode kvm_hc_pvlock_wait")
+        );
+        assert_eq!(
+            lock_of(&parked("hlt_kvm_hc_kick_cpu"), Mode::KickCpu).as_deref(),
+            Ok("pvlock (native by the host's advice), mode hlt_kvm_hc_kick_cpu")
+        );
+        // The mode check still applies.
+        assert_eq!(
+            lock_of(&parked("kvm_hc_pvlock_wait"), Mode::KickCpu),
+            Err("guest_pvlock runs mode 'kvm_hc_pvlock_wait', not hlt_kvm_hc_kick_cpu".into())
+        );
+        // Running pvlock, as under overcommit: as before.
+        let running = node(
+            serde_json::json!({ "lock_ops": "pvlock", "mode": "kvm_hc_pvlock_wait",
+            "adaptive": "1", "adaptive_state": "pvlock" }),
+        );
+        assert_eq!(
+            lock_of(&running, Mode::HostKvm).as_deref(),
+            Ok("pvlock, mode kvm_hc_pvlock_wait")
+        );
+        // Not installed: the native lock because guest_pvlock is not
+        // there, not by its choice.
+        let absent = node(
+            serde_json::json!({ "lock_ops": "native", "installed": "0", "mode": "none",
+            "adaptive": "0", "adaptive_state": "none" }),
+        );
+        for m in [Mode::KickCpu, Mode::HostKvm, Mode::Static] {
+            let e = lock_of(&absent, m).unwrap_err();
+            assert_eq!(
+                e,
+                "guest_pvlock is not installed (lock_ops 'native', adaptive_state 'none')"
+            );
+        }
+        // A guest_pvlock without the adaptive lines that is not installed.
+        let old = node(serde_json::json!({ "lock_ops": "native" }));
+        assert_eq!(
+            lock_of(&old, Mode::HostKvm),
+            Err("guest_pvlock is not installed (lock_ops 'native')".into())
+        );
+        // `info` read in the middle of a switch: installed and following
+        // the host (what ran is measured per workload), not a wrong mode.
+        for (ops, state) in [
+            ("other", "pvlock"),
+            ("native", "pvlock"),
+            ("pvlock", "native"),
+        ] {
+            let n = node(
+                serde_json::json!({ "lock_ops": ops, "mode": "kvm_hc_pvlock_wait",
+                "adaptive": "1", "adaptive_state": state }),
+            );
+            assert_eq!(
+                lock_of(&n, Mode::HostKvm),
+                Ok("pvlock (switching when `info` was read), mode kvm_hc_pvlock_wait".into())
+            );
+        }
+    }
+
+    #[test]
+    fn pvlock_static_runs_pvlock_with_adaptive_off() {
+        let info = |ops: &str, adaptive: Option<&str>, state: &str| {
+            let mut v = serde_json::json!({ "lock_ops": ops, "mode": "kvm_hc_pvlock_wait",
+                "adaptive_state": state, "adaptive_reason": "adaptive=0" });
+            if let Some(a) = adaptive {
+                v["adaptive"] = a.into();
+            }
+            node(v)
+        };
+        assert_eq!(
+            lock_of(&info("pvlock", Some("0"), "pvlock"), Mode::Static).as_deref(),
+            Ok("pvlock (static, adaptive=0), mode kvm_hc_pvlock_wait")
+        );
+        // adaptive=0 did not take.
+        let e = lock_of(&info("pvlock", Some("1"), "pvlock"), Mode::Static).unwrap_err();
+        assert_eq!(
+            e,
+            "pvlock-static guest's guest_pvlock follows the host (adaptive '1', not 0)"
+        );
+        assert!(lock_of(&info("pvlock", None, "pvlock"), Mode::Static).is_err());
+        let e = lock_of(&info("native", Some("1"), "native"), Mode::Static).unwrap_err();
+        assert!(e.contains("adaptive=0 did not take"), "{e}");
+        // The mode: the project's lock wait, as pvlock-hostkvm.
+        let mut kick = info("pvlock", Some("0"), "pvlock");
+        kick.info
+            .insert("mode".into(), "hlt_kvm_hc_kick_cpu".into());
+        assert_eq!(
+            lock_of(&kick, Mode::Static),
+            Err("guest_pvlock runs mode 'hlt_kvm_hc_kick_cpu', not kvm_hc_pvlock_wait".into())
+        );
+    }
+
+    /// A pvlock-stat snapshot with these guest counters.
+    fn snapshot(counters: &[(&str, i64)]) -> Value {
+        let c: serde_json::Map<String, Value> = counters
+            .iter()
+            .map(|(k, v)| (k.to_string(), (*v).into()))
+            .collect();
+        serde_json::json!({ "dirs": { "guest": { "counters": c } } })
+    }
+
+    #[test]
+    fn adaptive_switches_and_share_from_two_snapshots() {
+        let before = snapshot(&[
+            ("kicks", 10),
+            ("switches_to_native", 1),
+            ("switches_to_pvlock", 0),
+            ("time_native_ns", 2_000_000_000),
+            ("time_pvlock_ns", 1_500_000_000),
+            ("switch_last_ns", 300_000),
+            ("switch_max_ns", 300_000),
+        ]);
+        // During the workload: back to pvlock once, and to native again;
+        // 9.7 s native, 0.3 s pvlock.
+        let after = snapshot(&[
+            ("kicks", 25),
+            ("switches_to_native", 2),
+            ("switches_to_pvlock", 1),
+            ("time_native_ns", 11_700_000_000),
+            ("time_pvlock_ns", 1_800_000_000),
+            ("switch_last_ns", 200_000),
+            ("switch_max_ns", 450_000),
+        ]);
+        let a = AdaptiveRun::between(&counters(&before), &counters(&after)).unwrap();
+        assert_eq!((a.to_native, a.to_pvlock), (1, 1));
+        assert_eq!((a.native_ns, a.pvlock_ns), (9_700_000_000, 300_000_000));
+        assert!((a.native_share.unwrap() - 0.97).abs() < 1e-12);
+        assert_eq!(a.switch_max_ns, Some(450_000));
+        // Nothing before: since load.
+        let a = AdaptiveRun::between(&BTreeMap::new(), &counters(&after)).unwrap();
+        assert_eq!((a.to_native, a.to_pvlock), (2, 1));
+        // No time passed on either lock: no share.
+        let a = AdaptiveRun::between(&counters(&after), &counters(&after)).unwrap();
+        assert_eq!((a.to_native, a.native_share), (0, None));
+        // Zeroed in between: nothing to say.
+        assert_eq!(
+            AdaptiveRun::between(&counters(&after), &counters(&before)),
+            None
+        );
+        // A guest_pvlock without the adaptive counters.
+        let old = counters(&snapshot(&[("kicks", 3)]));
+        assert_eq!(AdaptiveRun::between(&BTreeMap::new(), &old), None);
+        // Two guests: the sums, the share of the sums, the longest switch.
+        let one = AdaptiveRun::between(&counters(&before), &counters(&after)).unwrap();
+        let idle = AdaptiveRun {
+            pvlock_ns: 10_000_000_000,
+            switch_max_ns: Some(100),
+            ..Default::default()
+        };
+        let both = AdaptiveRun::sum([&one, &idle]).unwrap();
+        assert_eq!(
+            (both.to_native, both.native_ns, both.pvlock_ns),
+            (1, 9_700_000_000, 10_300_000_000)
+        );
+        assert!((both.native_share.unwrap() - 0.485).abs() < 1e-12);
+        assert_eq!(both.switch_max_ns, Some(450_000));
+        assert_eq!(AdaptiveRun::sum([]), None);
+    }
+
+    #[test]
+    fn each_workload_gets_what_the_adaptive_lock_ran_during_it() {
+        // A 2x pvlock-hostkvm guest with the new plan: a snapshot right
+        // before the first workload and one after each; it ran pvlock,
+        // then switched to native once during contended.
+        let cells: Vec<Cell> = [Workload::Uncontended, Workload::Contended]
+            .into_iter()
+            .map(|workload| Cell {
+                overcommit: Overcommit::X2,
+                workload,
+                mode: Mode::HostKvm,
+            })
+            .collect();
+        let unit = plan(&cells, 1).remove(0);
+        let stat = |to_native: i64, native_s: i64, pvlock_s: i64| {
+            snapshot(&[
+                ("mode_changes", 0),
+                ("switches_to_native", to_native),
+                ("switches_to_pvlock", 0),
+                ("time_native_ns", native_s * 1_000_000_000),
+                ("time_pvlock_ns", pvlock_s * 1_000_000_000),
+            ])
+        };
+        let result = serde_json::json!({ "nodes": {
+            "l1": { "booted": true, "done": true },
+            "hostkvm-1": { "booted": true, "done": true,
+                "info": { "lock_ops": "pvlock", "mode": "kvm_hc_pvlock_wait", "adaptive": "1", "adaptive_state": "pvlock" },
+                "steps": [
+                    { "id": "load1", "call": "load guest_pvlock", "rc": 0 },
+                    { "id": "stat-start", "call": "stat", "rc": 0 },
+                    { "id": "uncontended", "call": "locktorture spin_lock 1 10", "rc": 0 },
+                    { "id": "stat-uncontended", "call": "stat", "rc": 0 },
+                    { "id": "contended", "call": "locktorture spin_lock 8 10", "rc": 0 },
+                    { "id": "stat-contended", "call": "stat", "rc": 0 }],
+                "stats": [stat(0, 0, 5), stat(0, 0, 17), stat(1, 3, 26)],
+                "locktorture": [lt_ok(1)[0].clone(), lt_ok(8)[0].clone()] },
+        }});
+        let ms = measurements(&unit, &Settings::new(false, None, 1), &result, None);
+        let by = |w: Workload| ms.iter().find(|m| m.key.workload == w).unwrap();
+        let un = by(Workload::Uncontended);
+        assert_eq!(un.status, Status::Ok, "{:?}", un.note);
+        // The settling and `info` before the start snapshot are not
+        // counted.
+        let a = un.instances[0].adaptive.unwrap();
+        assert_eq!(
+            (a.to_native, a.to_pvlock, a.pvlock_ns),
+            (0, 0, 12_000_000_000)
+        );
+        assert_eq!(a.native_share, Some(0.0));
+        let co = by(Workload::Contended);
+        let a = co.adaptive().unwrap();
+        assert_eq!(
+            (a.to_native, a.native_ns, a.pvlock_ns),
+            (1, 3_000_000_000, 9_000_000_000)
+        );
+        assert_eq!(a.native_share, Some(0.25));
+        assert_eq!(co.instances[0].counters["switches_to_native"], 1);
+    }
+
+    #[test]
+    fn an_instance_without_the_adaptive_record_still_reads() {
+        // An instance as results.json had it before the adaptive lock.
+        let v = serde_json::json!({ "name": "hostkvm-1", "status": "ok", "note": null,
+            "lock": "pvlock, mode kvm_hc_pvlock_wait", "total": 1000, "max": 300, "min": 200,
+            "fail": 0, "lt_secs": 10.0, "per_sec": 100.0, "hackbench_time": null,
+            "hackbench_groups": null, "hackbench_loops": null, "step_secs": 12.0,
+            "hypercalls": {}, "counters": { "kicks": 5 }, "stat": null, "problems": [] });
+        let i: Instance = serde_json::from_value(v).unwrap();
+        assert_eq!(i.adaptive, None);
+        assert_eq!(i.counters["kicks"], 5);
+        // And one with it, both ways.
+        let mut i2 = i.clone();
+        i2.adaptive = AdaptiveRun::between(
+            &BTreeMap::new(),
+            &counters(&snapshot(&[
+                ("switches_to_native", 0),
+                ("switches_to_pvlock", 0),
+                ("time_native_ns", 0),
+                ("time_pvlock_ns", 5),
+            ])),
+        );
+        let back: Instance = serde_json::from_value(serde_json::to_value(&i2).unwrap()).unwrap();
+        assert_eq!(back, i2);
+        assert_eq!(back.adaptive.unwrap().native_share, Some(0.0));
     }
 }

@@ -26,7 +26,7 @@ use vmtest::run::{self, Config, INTERRUPTED};
 #[command(
     version,
     about = "Benchmark native, upstream PV and pvlock spinlocks under vCPU overcommit (L2 KVM guests in a TCG L1)",
-    after_help = "Examples:\n  pvlock-bench --kdir $KDIR --repo . --tools-bin tools/target/x86_64-unknown-linux-gnu/release --quick\n  pvlock-bench ... --only '^2x/contended/' --reps 10\n\nCells are named OVERCOMMIT/WORKLOAD/MODE: overcommit 1x, 2x, 3x, two-guests; workload contended,\nuncontended, hackbench, stress-ng; mode native, native-2vcpu (2x contended only), upstream-pv,\npvlock-kickcpu, pvlock-hostkvm."
+    after_help = "Examples:\n  pvlock-bench --kdir $KDIR --repo . --tools-bin tools/target/x86_64-unknown-linux-gnu/release --quick\n  pvlock-bench ... --only '^2x/contended/' --reps 10\n\nCells are named OVERCOMMIT/WORKLOAD/MODE: overcommit 1x, 2x, 3x, two-guests; workload contended,\nuncontended, hackbench, stress-ng; mode native, native-2vcpu (2x contended only), upstream-pv,\npvlock-kickcpu, pvlock-hostkvm (guest_pvlock as it ships: adaptive, the native lock while the\nhost advises that the vCPUs have CPUs to themselves), pvlock-static (guest_pvlock adaptive=0,\ncontended at 2x, 3x and two-guests only)."
 )]
 struct Cli {
     /// The built kernel tree (make print-kdir).
@@ -38,9 +38,10 @@ struct Cli {
     /// Where the statically linked tools (pvlock-stat) are.
     #[arg(long)]
     tools_bin: Option<PathBuf>,
-    /// The reduced matrix (2x contended, every mode; 1x contended, native,
-    /// upstream and pvlock; 1x uncontended, native and pvlock-hostkvm), 3
-    /// repetitions, short runs: about 15 minutes.
+    /// The reduced matrix (2x contended, every mode, pvlock-static
+    /// included; 1x contended, native, upstream and pvlock; 1x
+    /// uncontended, native and pvlock-hostkvm), 3 repetitions, short runs:
+    /// estimated at about 17 minutes.
     #[arg(long)]
     quick: bool,
     /// Repetitions (default: 3 quick, 5 full).
@@ -139,7 +140,18 @@ fn describe(m: &Measurement) -> String {
                 .fairness
                 .map(|f| format!(", Max/Min {}", fmt_num(f)))
                 .unwrap_or_default();
-            format!("{} {unit}{fair}", fmt_num(v))
+            // What guest_pvlock's lock ran during it.
+            let adaptive = m
+                .adaptive()
+                .map(|a| {
+                    let share = a
+                        .native_share
+                        .map(|x| format!("native {:.0}%, ", x * 100.0))
+                        .unwrap_or_default();
+                    format!(" ({share}{}/{} switches)", a.to_native, a.to_pvlock)
+                })
+                .unwrap_or_default();
+            format!("{} {unit}{fair}{adaptive}", fmt_num(v))
         }
         (st, _) => format!(
             "{}: {}",

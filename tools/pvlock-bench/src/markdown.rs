@@ -2,13 +2,14 @@
 
 //! `results.md`: the goals (decided on the intervals of the in-repetition
 //! ratios), one table per workload (rows overcommit, columns modes, then
-//! the ratios and the fairness), the kicks, the measurements lost per mode,
-//! the failures and the runs with their order.
+//! the ratios and the fairness), what the adaptive lock ran in each
+//! guest_pvlock cell, the kicks, the measurements lost per mode, the
+//! failures and the runs with their order.
 
 use crate::extract::Status;
 use crate::matrix::{Mode, Overcommit, Workload, STRESSNG_STRESSORS};
 use crate::results_json::Results;
-use crate::stats::{decide, target, Agg, GoalStatus, Summary};
+use crate::stats::{decide, fmt_native_share, target, Agg, GoalStatus, Summary};
 use pvlock_common::fmt::{fmt_count_short, fmt_num};
 use std::fmt::Write as _;
 
@@ -158,14 +159,10 @@ pub fn workload_table(s: &Summary, w: Workload, reps: u32) -> Option<String> {
         .into_iter()
         .filter(|m| ocs.iter().any(|oc| s.cell(*oc, w, *m).is_some()))
         .collect();
-    let mut ratios = Vec::new();
-    for pv in Mode::PVLOCK {
-        for base in Mode::BASES {
-            if ocs.iter().any(|oc| s.ratio(*oc, w, pv, base).is_some()) {
-                ratios.push((pv, base));
-            }
-        }
-    }
+    let ratios: Vec<(Mode, Mode)> = Mode::RATIOS
+        .into_iter()
+        .filter(|(pv, base)| ocs.iter().any(|oc| s.ratio(*oc, w, *pv, *base).is_some()))
+        .collect();
     let fair = !w.is_macro();
     let mut head = vec!["overcommit".to_string()];
     head.extend(modes.iter().map(|m| m.label().to_string()));
@@ -194,6 +191,75 @@ pub fn workload_table(s: &Summary, w: Workload, reps: u32) -> Option<String> {
             row.extend(modes.iter().map(|m| value_cell(s, *oc, w, *m, reps, true)));
         }
         let _ = writeln!(t, "| {} |", row.join(" | "));
+    }
+    Some(t)
+}
+
+/// One cell of the adaptive table: `native 97% [95%, 100%], 1/0
+/// switches`, the share of the time on the native lock and the switches to
+/// native / to pvlock over the repetitions; `-` outside the matrix, `n/a`
+/// when nothing was recorded.
+fn adaptive_cell(s: &Summary, oc: Overcommit, w: Workload, m: Mode, reps: u32) -> String {
+    let Some(c) = s.cell(oc, w, m) else {
+        return "-".into();
+    };
+    let Some(a) = &c.adaptive else {
+        return "n/a".into();
+    };
+    let mut t = match &a.native_share {
+        Some(share) => format!("{}, ", fmt_native_share(share)),
+        None => String::new(),
+    };
+    let _ = write!(t, "{}/{} switches", a.to_native, a.to_pvlock);
+    if a.n < reps as usize {
+        let _ = write!(t, " (n={}/{reps})", a.n);
+    }
+    t
+}
+
+/// What guest_pvlock's lock ran during each workload: a row per overcommit
+/// level and guest_pvlock mode, a column per workload; `None` if no cell
+/// recorded it (no guest_pvlock, or a `results.json` from before the
+/// adaptive lock).
+pub fn adaptive_table(s: &Summary, reps: u32) -> Option<String> {
+    if !s.cells.iter().any(|c| c.adaptive.is_some()) {
+        return None;
+    }
+    let has = |oc: Overcommit, w: Workload, m: Mode| s.cell(oc, w, m).is_some();
+    let modes: Vec<Mode> = Mode::ALL
+        .into_iter()
+        .filter(|m| m.loads_guest_pvlock())
+        .collect();
+    let ws: Vec<Workload> = Workload::ALL
+        .into_iter()
+        .filter(|w| {
+            Overcommit::ALL
+                .iter()
+                .any(|oc| modes.iter().any(|m| has(*oc, *w, *m)))
+        })
+        .collect();
+    let mut t = format!(
+        "| overcommit | mode | {} |\n|---|---|{}\n",
+        ws.iter().map(|w| w.label()).collect::<Vec<_>>().join(" | "),
+        "---|".repeat(ws.len())
+    );
+    for oc in Overcommit::ALL {
+        for m in &modes {
+            if !ws.iter().any(|w| has(oc, *w, *m)) {
+                continue;
+            }
+            let row: Vec<String> = ws
+                .iter()
+                .map(|w| adaptive_cell(s, oc, *w, *m, reps))
+                .collect();
+            let _ = writeln!(
+                t,
+                "| {} | {} | {} |",
+                oc.label(),
+                m.label(),
+                row.join(" | ")
+            );
+        }
     }
     Some(t)
 }
@@ -419,8 +485,10 @@ pub fn markdown(r: &Results) -> String {
     );
     let _ = writeln!(
         o,
-        "- kernel {}, pvlock {}; L1: QEMU TCG with 3 vCPUs, its guests confined to 2 of them (KVM host, no pause-loop exiting), host_kvm force=1 loaded before the first guest of every L1 boot with a pvlock mode; L2: KVM guests in L1 (pvlock-kickcpu with guest_pvlock kick=1)",
-        r.kernel, r.git
+        "- kernel {}, pvlock {}; L1: QEMU TCG with 3 vCPUs, its guests confined to 2 of them (KVM host, no pause-loop exiting), host_kvm force=1 loaded before the first guest of every L1 boot with a pvlock mode; L2: KVM guests in L1 (pvlock-kickcpu with guest_pvlock kick=1, pvlock-static with adaptive=0; every guest_pvlock guest waits {} s after the load, for the adaptive lock to settle, before it reads what it runs)",
+        r.kernel,
+        r.git,
+        crate::matrix::SETTLE_SECS
     );
     let _ = writeln!(
         o,
@@ -432,7 +500,7 @@ pub fn markdown(r: &Results) -> String {
     );
     let _ = writeln!(
         o,
-        "- ratios say how much better pvlock did: throughput pvlock / base, for hackbench time base / pvlock; the limit ratio is pvlock with 4 vCPUs over native-2vcpu (1 means overcommit costs nothing); Max/Min is locktorture's per-writer spread (1 is perfectly fair)"
+        "- ratios say how much better pvlock did: throughput pvlock / base, for hackbench time base / pvlock; the limit ratio is pvlock with 4 vCPUs over native-2vcpu (1 means overcommit costs nothing); hostkvm / static is the adaptive lock over the same lock held installed (1 means following the host costs nothing); Max/Min is locktorture's per-writer spread (1 is perfectly fair)"
     );
     if let Some(only) = &r.only {
         let _ = writeln!(o, "- only the cells matching `{only}`");
@@ -448,6 +516,12 @@ pub fn markdown(r: &Results) -> String {
         if let Some(t) = workload_table(&r.summary, w, reps) {
             let _ = writeln!(o, "## {}\n\n{}\n\n{t}", workload_title(w, r), w.unit());
         }
+    }
+    if let Some(t) = adaptive_table(&r.summary, reps) {
+        let _ = writeln!(
+            o,
+            "## What the adaptive lock ran\n\nPer cell of a guest_pvlock mode: the share of the workload's time on the native lock (guest_pvlock parked by the host's advice), median [min, max] over the repetitions, and the switches to native / to pvlock during the workloads, summed over the repetitions and guests; from the pvlock-stat snapshots before and after each workload, of the measurements with a number. Expected: native at 1x, pvlock (0 switches) under overcommit; pvlock-static never switches.\n\n{t}"
+        );
     }
     if let Some(t) = kicks_table(r) {
         let _ = writeln!(
@@ -622,23 +696,29 @@ pub(crate) mod tests {
         assert_eq!(lines.len(), 4, "{t}");
         assert_eq!(
             lines[0],
-            "| overcommit | native | native-2vcpu | upstream-pv | pvlock-kickcpu | pvlock-hostkvm | kickcpu / native | kickcpu / upstream | kickcpu / native-2vcpu | hostkvm / native | hostkvm / upstream | hostkvm / native-2vcpu | Max/Min native | Max/Min native-2vcpu | Max/Min upstream | Max/Min kickcpu | Max/Min hostkvm |"
+            "| overcommit | native | native-2vcpu | upstream-pv | pvlock-kickcpu | pvlock-hostkvm | pvlock-static | kickcpu / native | kickcpu / upstream | kickcpu / native-2vcpu | hostkvm / native | hostkvm / upstream | hostkvm / native-2vcpu | hostkvm / static | Max/Min native | Max/Min native-2vcpu | Max/Min upstream | Max/Min kickcpu | Max/Min hostkvm | Max/Min static |"
         );
-        assert_eq!(lines[1].matches("---|").count(), 17);
+        assert_eq!(lines[1].matches("---|").count(), 20);
         let row: Vec<&str> = lines[3].split(" | ").collect();
         assert_eq!(row[0], "| 2x (4 vCPUs / 2)");
         assert_eq!(row[1], "15.0k [10.0k, 20.0k] (n=2/3; 1 timeout)");
         assert_eq!(row[2], "1.00M [500k, 1.50M]");
-        assert_eq!(row[7], "1.10 [1.05, 1.15] **MISS < 1.2**");
-        assert_eq!(row[8], "0.880 [0.840, 0.920] (undecided at 0.9)");
-        assert_eq!(row[10], "1.30 [1.25, 1.35]");
-        assert_eq!(row[12], "500 [500, 500] (n=2/3; 1 timeout)");
-        // native-2vcpu only runs at 2x.
+        assert_eq!(row[6], "960k [480k, 1.44M]");
+        assert_eq!(row[8], "1.10 [1.05, 1.15] **MISS < 1.2**");
+        assert_eq!(row[9], "0.880 [0.840, 0.920] (undecided at 0.9)");
+        assert_eq!(row[11], "1.30 [1.25, 1.35]");
+        // The adaptive lock over the static one, goal >= 1.
+        assert_eq!(row[13], "1.08 [1.04, 1.12]");
+        assert_eq!(row[14], "500 [500, 500] (n=2/3; 1 timeout)");
+        // native-2vcpu only runs at 2x, pvlock-static only under
+        // overcommit.
         let row: Vec<&str> = lines[2].split(" | ").collect();
         assert_eq!(row[0], "| 1x (2 vCPUs / 2)");
         assert_eq!(row[2], "-");
-        assert_eq!(row[8], "-");
-        assert_eq!(row[6], "1.00 [0.950, 1.05] (undecided at 0.97)");
+        assert_eq!(row[6], "-");
+        assert_eq!(row[9], "-");
+        assert_eq!(row[13], "-");
+        assert_eq!(row[7], "1.00 [0.950, 1.05] (undecided at 0.97)");
         assert!(workload_table(&r.summary, Workload::Hackbench, 3).is_none());
         assert!(workload_table(&r.summary, Workload::StressNg, 3).is_none());
     }
@@ -656,13 +736,17 @@ pub(crate) mod tests {
         assert!(g.starts_with(
             "| goal | target | median | interval for the median (coverage, n) | result |\n"
         ));
-        assert!(g.contains("| 1x uncontended: pvlock-hostkvm / native | >= 0.97 | 0.950 | [0.950, 0.950] 75.0%, n=3 | **MISS** (-2.1% of target) |"), "{g}");
+        assert!(g.contains("| 1x uncontended: pvlock-hostkvm / native | >= 0.97 | 0.950 | [0.950, 0.950] 75.0%, n=3 | **MISS** (-2.1% of target); the adaptive lock ran native 100% of the time, 0/0 switches (3 repetitions) |"), "{g}");
         assert!(
             g.contains("| 2x contended: pvlock-hostkvm / native | >= 10 | 51.0 | [50.0, 52.0] 50.0%, n=2 | PASS (+410% of target) |"),
             "{g}"
         );
         assert!(
-            g.contains("| 1x contended: pvlock-kickcpu / native | >= 0.97 | 1.00 | [0.950, 1.05] 75.0%, n=3 | undecided (+3.1% of target) |"),
+            g.contains("| 1x contended: pvlock-kickcpu / native | >= 0.97 | 1.00 | [0.950, 1.05] 75.0%, n=3 | undecided (+3.1% of target); the adaptive lock ran native 100% [90%, 100%] of the time, 1/0 switches (3 repetitions) |"),
+            "{g}"
+        );
+        assert!(
+            g.contains("| 2x contended, adaptive / static: pvlock-hostkvm / pvlock-static | >= 1 | 1.08 | [1.04, 1.12] 75.0%, n=3 | PASS (+8.3% of target); switches to native in the pvlock-hostkvm guests: 0 over 3 repetitions (expected 0) |"),
             "{g}"
         );
         assert!(g.contains("| 2x contended fairness: Max/Min of pvlock-kickcpu / Max/Min of upstream-pv | <= 1 | 0.933 | [0.800, 1.07] 75.0%, n=3 | undecided (-6.7% of target); median Max/Min over all repetitions 1.40 vs 1.50 |"), "{g}");
@@ -696,7 +780,41 @@ pub(crate) mod tests {
             t.contains("| native-2vcpu | 3 | 3 | 0 | 3 | 3 | 0 | 0 | 0 | 0 | 0% |"),
             "{t}"
         );
-        assert_eq!(t.lines().count(), 2 + 5);
+        assert!(
+            t.contains("| pvlock-static | 3 | 3 | 0 | 3 | 3 | 0 | 0 | 0 | 0 | 0% |"),
+            "{t}"
+        );
+        assert_eq!(t.lines().count(), 2 + 6);
+    }
+
+    #[test]
+    fn what_the_adaptive_lock_ran() {
+        let r = results();
+        let t = adaptive_table(&r.summary, 3).unwrap();
+        assert_eq!(
+            t,
+            "| overcommit | mode | contended | uncontended |\n\
+             |---|---|---|---|\n\
+             | 1x | pvlock-kickcpu | native 100% [90%, 100%], 1/0 switches | - |\n\
+             | 1x | pvlock-hostkvm | native 100%, 0/0 switches | native 100%, 0/0 switches |\n\
+             | 2x | pvlock-kickcpu | native 0%, 0/0 switches (n=2/3) | - |\n\
+             | 2x | pvlock-hostkvm | native 0%, 0/0 switches | - |\n\
+             | 2x | pvlock-static | native 0%, 0/0 switches | - |\n"
+        );
+        let md = markdown(&r);
+        assert!(md.contains("## What the adaptive lock ran\n\nPer cell of a guest_pvlock mode: "));
+        // A cell of a guest_pvlock mode that recorded nothing says n/a.
+        let mut r = r;
+        for m in r
+            .measurements
+            .iter_mut()
+            .filter(|m| m.key.mode == Mode::Static)
+        {
+            m.instances.clear();
+        }
+        r.summary = summarize(&r.measurements, &[], &r.cells(), 3);
+        let t = adaptive_table(&r.summary, 3).unwrap();
+        assert!(t.contains("| 2x | pvlock-static | n/a | - |"), "{t}");
     }
 
     #[test]
@@ -724,8 +842,12 @@ pub(crate) mod tests {
             .as_object_mut()
             .unwrap()
             .remove("stressng_secs");
+        // ... and before the adaptive lock: no instance has its record.
         for m in o["measurements"].as_array_mut().unwrap() {
             m.as_object_mut().unwrap().remove("position");
+            for i in m["instances"].as_array_mut().unwrap() {
+                assert!(i.as_object_mut().unwrap().remove("adaptive").is_some());
+            }
         }
         let dir = std::env::temp_dir().join(format!("pvlock-bench-old-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -739,6 +861,12 @@ pub(crate) mod tests {
             md.contains("| 2x contended: pvlock-hostkvm / upstream-pv | >= 1.2 | 1.30 |"),
             "{md}"
         );
+        // Without the records: no table of them, the goals without the
+        // notes, every measurement still there.
+        assert!(back.measurements.iter().all(|m| m.adaptive().is_none()));
+        assert!(!md.contains("## What the adaptive lock ran"), "{md}");
+        assert!(md.contains("| 2x contended, adaptive / static: pvlock-hostkvm / pvlock-static | >= 1 | 1.08 | [1.04, 1.12] 75.0%, n=3 | PASS (+8.3% of target) |"), "{md}");
+        assert_eq!(back.measurements.len(), results().measurements.len());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -5,6 +5,12 @@
 //! boot) per overcommit level and repetition, booting one L2 (or two, for
 //! "two guests") per lock mode in turn, in an order that rotates from one
 //! repetition to the next.
+//!
+//! guest_pvlock follows the host's load by default ("adaptive"): while
+//! host_kvm advises that the guest's vCPUs have CPUs to themselves it
+//! parks its lock and the native queued spinlock runs. pvlock-kickcpu and
+//! pvlock-hostkvm measure that lock as it ships; pvlock-static measures
+//! pvlock held installed (`adaptive=0`), where the two should not differ.
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -101,29 +107,53 @@ pub enum Mode {
     #[serde(rename = "pvlock-kickcpu")]
     KickCpu,
     /// guest_pvlock with host_kvm in L1: the project's lock wait and kick
-    /// hypercalls.
+    /// hypercalls; adaptive (as it loads by default): the native lock
+    /// while the host advises that the vCPUs have CPUs to themselves.
     #[serde(rename = "pvlock-hostkvm")]
     HostKvm,
+    /// guest_pvlock with `adaptive=0` and host_kvm in L1: pvlock-hostkvm's
+    /// lock held installed whatever the host advises (the lock before it
+    /// followed the host's load). Measured only where the adaptive lock
+    /// should stay on pvlock (contended, under overcommit), to show that
+    /// following the host costs nothing there.
+    #[serde(rename = "pvlock-static")]
+    Static,
 }
 
 impl Mode {
     /// Every mode, in the canonical order: repetition 1 runs an L1 boot's
     /// modes in this order, repetition r rotates it left by r-1 (see
     /// [`plan`]).
-    pub const ALL: [Mode; 5] = [
+    pub const ALL: [Mode; 6] = [
         Mode::Native,
         Mode::NativeTwo,
         Mode::Upstream,
         Mode::KickCpu,
         Mode::HostKvm,
+        Mode::Static,
     ];
     /// The modes measured in every cell of the full matrix
-    /// (native-2vcpu is only the limit ratio's cell).
+    /// (native-2vcpu is only the limit ratio's cell, pvlock-static only
+    /// the adaptive / static ratio's).
     pub const MAIN: [Mode; 4] = [Mode::Native, Mode::Upstream, Mode::KickCpu, Mode::HostKvm];
-    /// The project's modes.
+    /// The project's modes as they ship (adaptive), the ones the goals
+    /// against native and upstream are about.
     pub const PVLOCK: [Mode; 2] = [Mode::KickCpu, Mode::HostKvm];
     /// What pvlock is compared with, in the order of the tables.
     pub const BASES: [Mode; 3] = [Mode::Native, Mode::Upstream, Mode::NativeTwo];
+    /// Every ratio the tables show and the goals use, as (numerator,
+    /// denominator), in the order of the tables' columns: each of
+    /// [`Mode::PVLOCK`] against each of [`Mode::BASES`], then the adaptive
+    /// lock against the static one (`hostkvm / static`, where both run).
+    pub const RATIOS: [(Mode, Mode); 7] = [
+        (Mode::KickCpu, Mode::Native),
+        (Mode::KickCpu, Mode::Upstream),
+        (Mode::KickCpu, Mode::NativeTwo),
+        (Mode::HostKvm, Mode::Native),
+        (Mode::HostKvm, Mode::Upstream),
+        (Mode::HostKvm, Mode::NativeTwo),
+        (Mode::HostKvm, Mode::Static),
+    ];
 
     /// The name in cell ids, tables and `results.json`.
     pub fn label(self) -> &'static str {
@@ -133,6 +163,7 @@ impl Mode {
             Mode::Upstream => "upstream-pv",
             Mode::KickCpu => "pvlock-kickcpu",
             Mode::HostKvm => "pvlock-hostkvm",
+            Mode::Static => "pvlock-static",
         }
     }
 
@@ -144,6 +175,7 @@ impl Mode {
             Mode::Upstream => "upstream",
             Mode::KickCpu => "kickcpu",
             Mode::HostKvm => "hostkvm",
+            Mode::Static => "static",
         }
     }
 
@@ -155,6 +187,7 @@ impl Mode {
             Mode::Upstream => "upstream",
             Mode::KickCpu => "kickcpu",
             Mode::HostKvm => "hostkvm",
+            Mode::Static => "static",
         }
     }
 
@@ -178,18 +211,26 @@ impl Mode {
 
     /// The guest loads guest_pvlock.
     pub fn loads_guest_pvlock(self) -> bool {
-        matches!(self, Mode::KickCpu | Mode::HostKvm)
+        matches!(self, Mode::KickCpu | Mode::HostKvm | Mode::Static)
     }
 
     /// The guest's `load` step arguments: guest_pvlock and its parameters
     /// (`kick=1` forces HLT and KVM_HC_KICK_CPU although L1 offers the
-    /// project's hypercalls); empty if it loads nothing.
+    /// project's hypercalls; `adaptive=0` keeps pvlock installed whatever
+    /// the host advises); empty if it loads nothing.
     pub fn guest_pvlock_args(self) -> &'static [&'static str] {
         match self {
             Mode::KickCpu => &["guest_pvlock", "kick=1"],
             Mode::HostKvm => &["guest_pvlock"],
+            Mode::Static => &["guest_pvlock", "adaptive=0"],
             _ => &[],
         }
+    }
+
+    /// guest_pvlock follows the host's advice in this mode (it may run
+    /// the native lock): the modes that load it as it ships.
+    pub fn is_adaptive(self) -> bool {
+        matches!(self, Mode::KickCpu | Mode::HostKvm)
     }
 
     /// vCPUs of each of this mode's guests at overcommit `oc`.
@@ -381,13 +422,24 @@ pub struct Settings {
 const T_L1: f64 = 8.0 + 2.0;
 /// L1 loads host_kvm.
 const T_HOST_KVM: f64 = 1.0;
-/// An L2: boot, `info`, the first hypercall mark, `warnings`, power-off.
+/// An L2: boot, `info`, the first hypercall mark, `warnings`, power-off
+/// (and with guest_pvlock the snapshot before the first workload, 0.2 s).
 const T_L2: f64 = 15.0;
 /// An L2 loads guest_pvlock.
 const T_GUEST_PVLOCK: f64 = 3.0;
+/// An L2 with guest_pvlock waits after loading it, before `info`
+/// ([`SETTLE_SECS`]).
+const T_SETTLE: f64 = SETTLE_SECS as f64;
 /// After each workload: its hypercall mark (1 s) and, for pvlock, the
 /// statistics snapshot.
 const T_AFTER_STEP: f64 = 2.0;
+
+/// How long a guest with guest_pvlock waits after loading it before it
+/// reads `info` and starts its workloads: the adaptive lock settles first
+/// (at 1x host_kvm advises "dedicated" after about 1 s of calm and the
+/// guest parks pvlock about 0.3 s later), so that what `info` says and
+/// what the workloads measure is the steady state, not the switch.
+pub const SETTLE_SECS: u64 = 3;
 
 /// How long a guest waits at a barrier for the other guests of its boot
 /// before its workload (the bound; they usually arrive within seconds).
@@ -484,13 +536,20 @@ impl Settings {
     }
 }
 
+/// The levels at which pvlock-static runs: contended under overcommit,
+/// where the adaptive lock should stay on pvlock (never at 1x, where it
+/// runs the native lock by design).
+pub const STATIC_LEVELS: [Overcommit; 3] = [Overcommit::X2, Overcommit::X3, Overcommit::Two];
+
 /// The cells of the quick or the full matrix.
 ///
-/// Quick: 2x contended in every mode (native-2vcpu included); 1x contended
-/// in native, upstream-pv and both pvlock modes; 1x uncontended in native
-/// and pvlock-hostkvm (the fast path does not depend on the kick). Full:
-/// every overcommit level, workload and main mode, but the native lock's
-/// macro workloads under overcommit, and native-2vcpu in 2x contended.
+/// Quick: 2x contended in every mode (native-2vcpu and pvlock-static
+/// included); 1x contended in native, upstream-pv and both pvlock modes;
+/// 1x uncontended in native and pvlock-hostkvm (the fast path does not
+/// depend on the kick). Full: every overcommit level, workload and main
+/// mode, but the native lock's macro workloads under overcommit;
+/// native-2vcpu in 2x contended; pvlock-static contended at 2x, 3x and two
+/// guests ([`STATIC_LEVELS`]).
 pub fn cells(quick: bool) -> Vec<Cell> {
     let cell = |overcommit, workload, mode| Cell {
         overcommit,
@@ -499,6 +558,8 @@ pub fn cells(quick: bool) -> Vec<Cell> {
     };
     let mut v = Vec::new();
     if quick {
+        // pvlock-static among them: the adaptive / static goal at 2x, the
+        // one of its levels the quick matrix has.
         for mode in Mode::ALL {
             v.push(cell(Overcommit::X2, Workload::Contended, mode));
         }
@@ -524,6 +585,9 @@ pub fn cells(quick: bool) -> Vec<Cell> {
             }
         }
         v.push(cell(Overcommit::X2, Workload::Contended, Mode::NativeTwo));
+        for overcommit in STATIC_LEVELS {
+            v.push(cell(overcommit, Workload::Contended, Mode::Static));
+        }
     }
     v.sort();
     v
@@ -645,7 +709,7 @@ impl Unit {
         for (mode, ws) in &self.modes {
             t += T_L2;
             if mode.loads_guest_pvlock() {
-                t += T_GUEST_PVLOCK;
+                t += T_GUEST_PVLOCK + T_SETTLE;
             }
             for w in ws {
                 t += s.expected_secs(*mode, *w) + T_AFTER_STEP;
@@ -668,12 +732,14 @@ impl Unit {
     }
 
     /// Bounds the L2 as a whole (a guest whose timer stalls under nested
-    /// TCG never reaches its own step timeouts): boot, module load, the
-    /// workloads' own bounds, the marks and statistics.
+    /// TCG never reaches its own step timeouts): boot, module load and
+    /// settling, the workloads' own bounds, the marks and statistics.
     fn l2_timeout(&self, s: &Settings, mode: Mode, ws: &[Workload]) -> u64 {
         let mut t = 40;
         if mode.loads_guest_pvlock() {
-            t += 20;
+            // The load, the settling and the snapshot before the first
+            // workload.
+            t += 20 + SETTLE_SECS + 10;
         }
         for w in ws {
             t += s.step_timeout(mode, *w) + 10;
@@ -719,9 +785,20 @@ impl Unit {
                     r#"{{ run = "load", args = [{}], timeout = 60 }}"#,
                     args.join(", ")
                 ));
+                // The adaptive lock settles before `info` reads what it
+                // runs (see SETTLE_SECS).
+                steps.push(format!(r#"{{ run = "sleep", args = ["{SETTLE_SECS}"] }}"#));
             }
             steps.push(r#"{ run = "info" }"#.to_string());
             steps.push(r#"{ run = "hcmark", args = ["start"] }"#.to_string());
+            // The statistics right before the first workload (before its
+            // barrier, as the snapshots after the workloads are before the
+            // next one's), so that each workload's counters, and what the
+            // adaptive lock did during it, are the difference of the
+            // snapshots around it.
+            if mode.loads_guest_pvlock() {
+                steps.push(r#"{ run = "stat", id = "stat-start" }"#.to_string());
+            }
             for w in Workload::RUN_ORDER.iter().filter(|w| ws.contains(w)) {
                 let timeout = s.step_timeout(*mode, *w);
                 let id = w.step_id();
@@ -862,10 +939,11 @@ mod tests {
     fn full_matrix_is_complete() {
         let c = cells(false);
         // Every level, workload and main mode, but native's macro
-        // workloads under overcommit (3 levels x 2), and native-2vcpu.
-        assert_eq!(c.len(), 4 * 4 * 4 - 3 * 2 + 1);
+        // workloads under overcommit (3 levels x 2); native-2vcpu; and
+        // pvlock-static contended at 2x, 3x and two guests.
+        assert_eq!(c.len(), 4 * 4 * 4 - 3 * 2 + 1 + 3);
         let ids: std::collections::BTreeSet<String> = c.iter().map(Cell::id).collect();
-        assert_eq!(ids.len(), 59);
+        assert_eq!(ids.len(), 62);
         assert!(ids.contains("two-guests/hackbench/pvlock-hostkvm"));
         assert!(ids.contains("3x/uncontended/native"));
         assert!(ids.contains("3x/contended/native"));
@@ -877,15 +955,35 @@ mod tests {
         assert!(ids.contains("3x/stress-ng/upstream-pv"));
         assert!(ids.contains("2x/contended/native-2vcpu"));
         assert_eq!(ids.iter().filter(|i| i.contains("native-2vcpu")).count(), 1);
+        // pvlock-static: contended under overcommit only, never at 1x
+        // (where the adaptive lock runs native by design).
+        let statics: Vec<&String> = ids
+            .iter()
+            .filter(|i| i.ends_with("/pvlock-static"))
+            .collect();
+        assert_eq!(
+            statics,
+            [
+                "2x/contended/pvlock-static",
+                "3x/contended/pvlock-static",
+                "two-guests/contended/pvlock-static"
+            ]
+        );
         let s = Settings::new(false, None, 1);
         assert_eq!(s.reps, 5);
         let units = plan(&c, s.reps);
         assert_eq!(units.len(), 20);
         for u in &units {
-            let want = if u.overcommit == Overcommit::X2 { 5 } else { 4 };
+            let want = match u.overcommit {
+                Overcommit::X1 => 4,
+                Overcommit::X2 => 6,
+                Overcommit::X3 | Overcommit::Two => 5,
+            };
             assert_eq!(u.modes.len(), want, "{}", u.name());
+            // pvlock-static needs host_kvm, as pvlock-hostkvm does.
+            assert!(u.loads_host_kvm());
             for (m, ws) in &u.modes {
-                if *m == Mode::NativeTwo {
+                if matches!(m, Mode::NativeTwo | Mode::Static) {
                     assert_eq!(ws, &[Workload::Contended]);
                 } else if *m == Mode::Native && u.overcommit != Overcommit::X1 {
                     assert_eq!(ws, &[Workload::Uncontended, Workload::Contended]);
@@ -896,29 +994,36 @@ mod tests {
         }
         // The estimate of the full matrix, 5 repetitions, when nothing is
         // lost: an L1 boot 10 + 1 (host_kvm) + native 67 + upstream 72 +
-        // kickcpu 75 + hostkvm 75 = 300 s at 1x; under overcommit native
-        // 42 (no macro workloads), 275 s, at 2x 31 s more for
-        // native-2vcpu; 1156 s per repetition, 5780 s (96 min 20 s) in
-        // all.
+        // kickcpu 78 + hostkvm 78 (each 3 s to settle after the load) =
+        // 306 s at 1x; under overcommit native 42 (no macro workloads) and
+        // pvlock-static 15 + 3 + 3 + 14 + 2 = 37, 318 s; at 2x 31 s more
+        // for native-2vcpu, 349 s; 1291 s per repetition, 6455 s (107 min
+        // 35 s) in all.
         let one = plan(&c, 1);
         let per: Vec<f64> = one.iter().map(|u| u.expected_secs(&s)).collect();
-        assert_eq!(per, [300.0, 306.0, 275.0, 275.0]);
-        assert_eq!(total_secs(&units, &s), 5780.0);
+        assert_eq!(per, [306.0, 349.0, 318.0, 318.0]);
+        assert_eq!(total_secs(&units, &s), 6455.0);
     }
 
     #[test]
     fn quick_matrix_answers_the_goals() {
         let c = cells(true);
         let ids: Vec<String> = c.iter().map(Cell::id).collect();
+        // 2x contended in every mode: pvlock-static's one cell in the
+        // quick matrix, for the adaptive / static goal at 2x.
         for m in Mode::ALL {
             assert!(ids.contains(&format!("2x/contended/{}", m.label())));
         }
+        // The 1x goals, answered by the adaptive lock.
         for m in Mode::MAIN {
             assert!(ids.contains(&format!("1x/contended/{}", m.label())));
         }
         assert!(ids.contains(&"1x/uncontended/native".to_string()));
         assert!(ids.contains(&"1x/uncontended/pvlock-hostkvm".to_string()));
-        assert_eq!(c.len(), 5 + 4 + 2);
+        assert!(!ids
+            .iter()
+            .any(|i| i.starts_with("1x/") && i.ends_with("pvlock-static")));
+        assert_eq!(c.len(), 6 + 4 + 2);
         assert!(!c.iter().any(|c| c.workload.is_macro()));
         let s = Settings::new(true, None, 1);
         assert_eq!(s.reps, 3);
@@ -926,15 +1031,79 @@ mod tests {
         let units = plan(&c, s.reps);
         assert_eq!(units.len(), 6);
         // The estimate: per repetition, the 1x boot 10 + 1 (host_kvm) +
-        // native 37 + upstream 26 + kickcpu 29 + hostkvm 40 = 143 s, the
-        // 2x boot 10 + 1 + 3 x 26 + 2 x 29 = 147 s; 3 repetitions: 870 s,
-        // 14 min 30 s, under 15 minutes.
+        // native 37 + upstream 26 + kickcpu 32 + hostkvm 43 (each 3 s to
+        // settle after the load) = 149 s, the 2x boot 10 + 1 + 3 x 26 + 3
+        // x 32 (kickcpu, hostkvm, static) = 185 s; 3 repetitions: 1002 s,
+        // 16 min 42 s. It was 14 min 30 s before the adaptive lock: the
+        // settling alone makes it 15 min 06 s, pvlock-static's 2x guest
+        // the rest. (Quick runs have taken about half their estimate.)
         let per: Vec<f64> = units[..2].iter().map(|u| u.expected_secs(&s)).collect();
-        assert_eq!(per, [143.0, 147.0]);
+        assert_eq!(per, [149.0, 185.0]);
         let est = total_secs(&units, &s);
-        assert_eq!(est, 870.0);
-        assert!(est < 15.0 * 60.0, "quick mode is estimated at {est} s");
+        assert_eq!(est, 1002.0);
+        assert!(est < 17.0 * 60.0, "quick mode is estimated at {est} s");
         assert_eq!(Settings::new(true, Some(5), 1).reps, 5);
+    }
+
+    #[test]
+    fn pvlock_static_is_the_static_lock_under_overcommit_only() {
+        let m = Mode::Static;
+        assert_eq!(
+            (m.label(), m.group(), m.short()),
+            ("pvlock-static", "static", "static")
+        );
+        assert_eq!(m.guest_pvlock_args(), ["guest_pvlock", "adaptive=0"]);
+        assert!(m.loads_guest_pvlock() && !m.is_adaptive() && !m.is_native());
+        assert!(Mode::HostKvm.is_adaptive() && Mode::KickCpu.is_adaptive());
+        assert_eq!(
+            serde_json::to_value(m).unwrap(),
+            serde_json::json!("pvlock-static")
+        );
+        // Contended only, at 2x, 3x and two guests (full), at 2x (quick).
+        for quick in [false, true] {
+            let statics: Vec<Cell> = cells(quick).into_iter().filter(|c| c.mode == m).collect();
+            assert!(statics.iter().all(|c| c.workload == Workload::Contended));
+            let levels: Vec<Overcommit> = statics.iter().map(|c| c.overcommit).collect();
+            if quick {
+                assert_eq!(levels, [Overcommit::X2]);
+            } else {
+                assert_eq!(levels, STATIC_LEVELS);
+            }
+        }
+        // Its guest: host_kvm in L1 first, then guest_pvlock adaptive=0,
+        // the settling, `info`, the snapshot before the workload, only the
+        // contended workload.
+        let s = Settings::new(true, None, 1);
+        let units = plan(&cells(true), 1);
+        let x2 = units
+            .iter()
+            .find(|u| u.overcommit == Overcommit::X2)
+            .unwrap();
+        assert_eq!(x2.order().last(), Some(&m));
+        assert!(x2.loads_host_kvm());
+        let text = x2.scenario_toml(&s);
+        let group = &text[text.find("group = \"static\"").unwrap()..];
+        let group = &group[..group.find("\n]\n").unwrap()];
+        assert_eq!(
+            group,
+            "group = \"static\"\ncount = 1\ncpus = 4\ncmdline = \"\"\nsteps = [\n  \
+             { run = \"load\", args = [\"guest_pvlock\", \"adaptive=0\"], timeout = 60 },\n  \
+             { run = \"sleep\", args = [\"3\"] },\n  \
+             { run = \"info\" },\n  \
+             { run = \"hcmark\", args = [\"start\"] },\n  \
+             { run = \"stat\", id = \"stat-start\" },\n  \
+             { run = \"locktorture\", args = [\"spin_lock\", \"8\", \"5\"], timeout = 35, id = \"contended\" },\n  \
+             { run = \"hcmark\", args = [\"contended\"] },\n  \
+             { run = \"stat\", id = \"stat-contended\" },\n  \
+             { run = \"warnings\" },"
+        );
+        // Not at 1x.
+        let x1 = units
+            .iter()
+            .find(|u| u.overcommit == Overcommit::X1)
+            .unwrap();
+        assert_eq!(x1.position(m), None);
+        assert!(!x1.scenario_toml(&s).contains("adaptive=0"));
     }
 
     #[test]
@@ -950,15 +1119,15 @@ mod tests {
         // left by r-1.
         assert_eq!(
             units[1].order(),
-            [Native, NativeTwo, Upstream, KickCpu, HostKvm]
+            [Native, NativeTwo, Upstream, KickCpu, HostKvm, Static]
         );
         assert_eq!(
             units[3].order(),
-            [NativeTwo, Upstream, KickCpu, HostKvm, Native]
+            [NativeTwo, Upstream, KickCpu, HostKvm, Static, Native]
         );
         assert_eq!(
             units[5].order(),
-            [Upstream, KickCpu, HostKvm, Native, NativeTwo]
+            [Upstream, KickCpu, HostKvm, Static, Native, NativeTwo]
         );
         assert_eq!(units[0].order(), [Native, Upstream, KickCpu, HostKvm]);
         assert_eq!(units[2].order(), [Upstream, KickCpu, HostKvm, Native]);
@@ -980,16 +1149,24 @@ mod tests {
         assert_eq!(per_rep[0], per_rep[1]);
         assert_eq!(per_rep[0], per_rep[2]);
         assert_eq!(per_rep[0], cells(true));
-        // Over k repetitions every mode runs once in every place.
-        let units = plan(&cells(false), 5);
-        let x2: Vec<&Unit> = units
-            .iter()
-            .filter(|u| u.overcommit == Overcommit::X2)
-            .collect();
-        for m in Mode::ALL {
-            let mut places: Vec<u32> = x2.iter().filter_map(|u| u.position(m)).collect();
-            places.sort();
-            assert_eq!(places, [1, 2, 3, 4, 5], "{m:?}");
+        // Over k repetitions every mode runs once in every place: 3x has
+        // 5 modes (pvlock-static with the main four), 2x 6 (and
+        // native-2vcpu), so the default 5 repetitions square 3x and two
+        // guests, and 2x needs 6.
+        for (oc, k) in [
+            (Overcommit::X3, 5u32),
+            (Overcommit::Two, 5),
+            (Overcommit::X2, 6),
+        ] {
+            let units = plan(&cells(false), k);
+            let at: Vec<&Unit> = units.iter().filter(|u| u.overcommit == oc).collect();
+            let modes = at[0].order();
+            assert_eq!(modes.len(), k as usize);
+            for m in modes {
+                let mut places: Vec<u32> = at.iter().filter_map(|u| u.position(m)).collect();
+                places.sort();
+                assert_eq!(places, (1..=k).collect::<Vec<_>>(), "{oc:?} {m:?}");
+            }
         }
         // A unit of one mode has nothing to rotate.
         let c = vec![Cell {
@@ -1217,12 +1394,70 @@ mod tests {
                 assert!(sc.group("nativetwo").is_none());
             }
             if u.overcommit == Overcommit::Two {
-                assert_eq!(sc.l2_instances().len(), 8);
+                assert_eq!(sc.l2_instances().len(), 10);
                 assert!(sc.l2_instances().contains(&"upstream-2".to_string()));
+                assert!(sc.l2_instances().contains(&"static-2".to_string()));
+            }
+            // pvlock-static: under overcommit only, contended only, with
+            // adaptive=0 and the project's lock wait (no kick=1), settled
+            // and snapshotted like the others.
+            if u.overcommit == Overcommit::X1 {
+                assert!(sc.group("static").is_none());
+            } else {
+                let st = plan_of("static");
+                assert!(st.contains("load guest_pvlock adaptive=0\n"), "{st}");
+                assert!(!st.contains("kick=1"));
+                assert!(
+                    st.contains(&format!("locktorture spin_lock {w} 10")),
+                    "{st}"
+                );
+                for other in ["uncontended", "hackbench", "stressng"] {
+                    assert!(!st.contains(&format!("step {other} ")), "{st}");
+                }
+                assert!(st.contains("step stat-contended "));
+                assert!(!sc.group("static").unwrap().allow_kernel_problems);
+                let hk = l1.find("load host_kvm force=1").unwrap();
+                assert!(hk < l1.find("step l2-static ").unwrap(), "{l1}");
+            }
+            // Every guest_pvlock guest settles after the load, then reads
+            // `info`, and takes a snapshot right before its first workload
+            // (before the barrier, with two guests); the others do
+            // neither.
+            for g in ["native", "upstream", "kickcpu", "hostkvm", "static"] {
+                let Some(group) = sc.group(g) else {
+                    continue;
+                };
+                let p = plan_of(g);
+                let pv = g != "native" && g != "upstream";
+                assert_eq!(p.contains(" sleep 3\n"), pv, "{p}");
+                assert_eq!(p.contains("step stat-start "), pv, "{p}");
+                if pv {
+                    let load = p.find(" load guest_pvlock").unwrap();
+                    let sleep = p.find(" sleep 3\n").unwrap();
+                    let info = p.find(" info\n").unwrap();
+                    assert!(load < sleep && sleep < info, "{p}");
+                    let start = p.find("step stat-start ").unwrap();
+                    let first = Workload::RUN_ORDER
+                        .iter()
+                        .filter_map(|w| {
+                            p.find(&format!("step barrier-{} ", w.step_id()))
+                                .or_else(|| p.find(&format!("step {} ", w.step_id())))
+                        })
+                        .min()
+                        .unwrap();
+                    assert!(info < start && start < first, "{p}");
+                    // Nothing between the snapshot and the first workload
+                    // (or its barrier).
+                    assert!(!p[start..first].contains("\nstep "), "{p}");
+                }
+                assert!(!group.allow_kernel_problems || g == "native");
             }
             // Guests that run at once meet at a barrier before each
             // workload, right before it; a guest alone has none.
-            for g in ["native", "upstream", "kickcpu", "hostkvm"] {
+            for g in ["native", "upstream", "kickcpu", "hostkvm", "static"] {
+                if sc.group(g).is_none() {
+                    continue;
+                }
                 let p = plan_of(g);
                 let workloads = ["uncontended", "hackbench", "stressng", "contended"]
                     .iter()

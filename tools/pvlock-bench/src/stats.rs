@@ -2,9 +2,10 @@
 
 //! The arithmetic: medians with their spread and a distribution-free
 //! interval for the median, ratios taken inside each repetition, the goals
-//! decided on those intervals, and how many measurements each mode lost.
+//! decided on those intervals, what the adaptive lock ran in each cell,
+//! and how many measurements each mode lost.
 
-use crate::extract::{Measurement, Status};
+use crate::extract::{AdaptiveRun, Measurement, Status};
 use crate::matrix::{Cell, Mode, Overcommit, Workload};
 use pvlock_common::fmt::fmt_num;
 use pvlock_common::quantile::median_midpoint;
@@ -109,6 +110,53 @@ pub struct CellSummary {
     pub value: Option<Agg>,
     /// locktorture's Max/Min over the repetitions.
     pub fairness: Option<Agg>,
+    /// What guest_pvlock's adaptive lock ran during the cell's workload,
+    /// over the repetitions (`None`: no guest_pvlock, or nothing
+    /// recorded).
+    #[serde(default)]
+    pub adaptive: Option<AdaptiveSummary>,
+}
+
+/// What the adaptive lock ran in one cell, over the repetitions whose
+/// measurement is ok (the ones its values and ratios come from).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AdaptiveSummary {
+    /// Index r-1: repetition r's, over the cell's guests (`None`: not
+    /// measured, not ok, or not recorded).
+    pub per_rep: Vec<Option<AdaptiveRun>>,
+    /// The share of the workload's time on the native lock, over the
+    /// repetitions.
+    pub native_share: Option<Agg>,
+    /// Switches to the native lock, over every repetition and guest.
+    pub to_native: i64,
+    /// Switches back to pvlock, likewise.
+    pub to_pvlock: i64,
+    /// The repetitions with a record.
+    pub n: usize,
+}
+
+/// What the adaptive lock ran in the cell measured by `ms` over `reps`
+/// repetitions; `None` if no ok measurement recorded it.
+fn adaptive_summary(ms: &[Measurement], c: &Cell, reps: u32) -> Option<AdaptiveSummary> {
+    let per_rep: Vec<Option<AdaptiveRun>> = (1..=reps)
+        .map(|r| {
+            ms.iter()
+                .find(|m| m.key == *c && m.rep == r && m.status == Status::Ok)
+                .and_then(Measurement::adaptive)
+        })
+        .collect();
+    let runs: Vec<&AdaptiveRun> = per_rep.iter().flatten().collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let shares: Vec<f64> = runs.iter().filter_map(|a| a.native_share).collect();
+    Some(AdaptiveSummary {
+        native_share: agg(&shares),
+        to_native: runs.iter().map(|a| a.to_native).sum(),
+        to_pvlock: runs.iter().map(|a| a.to_pvlock).sum(),
+        n: runs.len(),
+        per_rep,
+    })
 }
 
 /// pvlock against a baseline, computed inside each repetition.
@@ -294,6 +342,7 @@ pub fn summarize(ms: &[Measurement], unused: &[Measurement], cells: &[Cell], rep
                 .collect(),
             value: agg(&values.iter().flatten().copied().collect::<Vec<_>>()),
             fairness: agg(&fair.iter().flatten().copied().collect::<Vec<_>>()),
+            adaptive: adaptive_summary(ms, c, reps),
             per_rep: values,
         });
     }
@@ -301,44 +350,39 @@ pub fn summarize(ms: &[Measurement], unused: &[Measurement], cells: &[Cell], rep
     let mut fairness_ratios = Vec::new();
     for oc in Overcommit::ALL {
         for w in Workload::ALL {
-            for pv in Mode::PVLOCK {
+            for (pv, base) in Mode::RATIOS {
                 let pvc = Cell {
                     overcommit: oc,
                     workload: w,
                     mode: pv,
                 };
-                if !cells.contains(&pvc) {
+                let bc = Cell {
+                    overcommit: oc,
+                    workload: w,
+                    mode: base,
+                };
+                if !cells.contains(&pvc) || !cells.contains(&bc) {
                     continue;
                 }
-                for base in Mode::BASES {
-                    let bc = Cell {
-                        overcommit: oc,
-                        workload: w,
-                        mode: base,
-                    };
-                    if !cells.contains(&bc) {
-                        continue;
-                    }
-                    let ratio = |series: Vec<Option<f64>>| Ratio {
-                        overcommit: oc,
-                        workload: w,
-                        pvlock: pv,
-                        base,
-                        agg: agg(&series.iter().flatten().copied().collect::<Vec<_>>()),
-                        per_rep: series,
-                    };
-                    let a = per_rep(ms, &pvc, reps, ok_value);
-                    let b = per_rep(ms, &bc, reps, ok_value);
-                    ratios.push(ratio(if w.higher_is_better() {
-                        ratio_series(&a, &b, |p, q| p / q)
-                    } else {
-                        ratio_series(&a, &b, |p, q| q / p)
-                    }));
-                    if base == Mode::Upstream && !w.is_macro() {
-                        let a = per_rep(ms, &pvc, reps, ok_fairness);
-                        let b = per_rep(ms, &bc, reps, ok_fairness);
-                        fairness_ratios.push(ratio(ratio_series(&a, &b, |p, q| p / q)));
-                    }
+                let ratio = |series: Vec<Option<f64>>| Ratio {
+                    overcommit: oc,
+                    workload: w,
+                    pvlock: pv,
+                    base,
+                    agg: agg(&series.iter().flatten().copied().collect::<Vec<_>>()),
+                    per_rep: series,
+                };
+                let a = per_rep(ms, &pvc, reps, ok_value);
+                let b = per_rep(ms, &bc, reps, ok_value);
+                ratios.push(ratio(if w.higher_is_better() {
+                    ratio_series(&a, &b, |p, q| p / q)
+                } else {
+                    ratio_series(&a, &b, |p, q| q / p)
+                }));
+                if base == Mode::Upstream && !w.is_macro() {
+                    let a = per_rep(ms, &pvc, reps, ok_fairness);
+                    let b = per_rep(ms, &bc, reps, ok_fairness);
+                    fairness_ratios.push(ratio(ratio_series(&a, &b, |p, q| p / q)));
                 }
             }
         }
@@ -447,9 +491,11 @@ impl Goal {
 /// What a goal's note starts with when its cells are not in the matrix.
 const NOT_IN_MATRIX: &str = "not in this run's matrix";
 
-/// The target of the ratio pvlock / `base` (either pvlock mode) of
-/// workload `w` at `oc`, if it has one: the ratio must be at least this.
-/// The goals and the flags of the tables' ratio cells both come from here.
+/// The target of the ratio pvlock / `base` of workload `w` at `oc` (for
+/// each pair of [`Mode::RATIOS`]: either pvlock mode against a base, the
+/// adaptive pvlock-hostkvm against pvlock-static), if it has one: the
+/// ratio must be at least this. The goals and the flags of the tables'
+/// ratio cells both come from here.
 pub fn target(oc: Overcommit, w: Workload, base: Mode) -> Option<f64> {
     use Overcommit::*;
     use Workload::*;
@@ -458,6 +504,8 @@ pub fn target(oc: Overcommit, w: Workload, base: Mode) -> Option<f64> {
         (X1, Contended, Mode::Upstream) => Some(1.05),
         (X1, Uncontended, Mode::Native) => Some(0.97),
         (X2 | X3 | Two, Contended, Mode::Upstream) => Some(1.2),
+        // Following the host costs nothing where the lock stays on pvlock.
+        (X2 | X3 | Two, Contended, Mode::Static) => Some(1.0),
         (X2 | X3, Contended, Mode::Native) => Some(10.0),
         (X2, Contended, Mode::NativeTwo) => Some(0.9),
         (_, Hackbench | StressNg, Mode::Upstream) => Some(1.1),
@@ -549,7 +597,15 @@ fn missing(s: &Summary, oc: Overcommit, w: Workload, modes: &[Mode]) -> String {
 /// The goal `pv / base >= target(oc, w, base)`.
 fn ratio_goal(s: &Summary, oc: Overcommit, w: Workload, pv: Mode, base: Mode) -> Option<Goal> {
     let t = target(oc, w, base)?;
-    let name = if base == Mode::NativeTwo {
+    let name = if base == Mode::Static {
+        format!(
+            "{} {}, adaptive / static: {} / {}",
+            oc.label(),
+            w.label(),
+            pv.label(),
+            base.label()
+        )
+    } else if base == Mode::NativeTwo {
         format!(
             "{} {} limit: {} ({} vCPUs) / {} ({} vCPUs)",
             oc.label(),
@@ -577,6 +633,59 @@ fn ratio_goal(s: &Summary, oc: Overcommit, w: Workload, pv: Mode, base: Mode) ->
     ))
 }
 
+/// `native 97%` or `native 97% [95%, 100%]`: the share of the time on the
+/// native lock (median [min, max] over the repetitions).
+pub fn fmt_native_share(a: &Agg) -> String {
+    let pct = |x: f64| {
+        if x > 0.0 && x < 0.005 {
+            "<1%".to_string()
+        } else if (0.995..1.0).contains(&x) {
+            ">99%".to_string()
+        } else {
+            format!("{:.0}%", x * 100.0)
+        }
+    };
+    if a.n == 1 || a.min == a.max {
+        format!("native {}", pct(a.median))
+    } else {
+        format!("native {} [{}, {}]", pct(a.median), pct(a.min), pct(a.max))
+    }
+}
+
+/// What a goal's note adds about the adaptive lock of its pvlock cell,
+/// if it recorded anything: against pvlock-static, the switches to native
+/// (none expected: under overcommit the lock stays on pvlock); at 1x, the
+/// share of the time on the native lock and the switches (there the host
+/// advises "dedicated" and the lock is expected to run native: the 1x
+/// goals measure that).
+fn adaptive_note(s: &Summary, oc: Overcommit, w: Workload, pv: Mode, base: Mode) -> Option<String> {
+    let a = s.cell(oc, w, pv)?.adaptive.as_ref()?;
+    let reps = if a.n == 1 {
+        "repetition"
+    } else {
+        "repetitions"
+    };
+    if base == Mode::Static {
+        Some(format!(
+            "switches to native in the {} guests: {} over {} {reps} (expected 0)",
+            pv.label(),
+            a.to_native,
+            a.n
+        ))
+    } else if oc == Overcommit::X1 {
+        let share = a.native_share.as_ref()?;
+        Some(format!(
+            "the adaptive lock ran {} of the time, {}/{} switches ({} {reps})",
+            fmt_native_share(share),
+            a.to_native,
+            a.to_pvlock,
+            a.n
+        ))
+    } else {
+        None
+    }
+}
+
 fn goals(s: &Summary) -> Vec<Goal> {
     use Overcommit::*;
     use Workload::*;
@@ -589,13 +698,29 @@ fn goals(s: &Summary) -> Vec<Goal> {
         (X2, Contended, Mode::Upstream),
         (X3, Contended, Mode::Upstream),
         (Two, Contended, Mode::Upstream),
+        (X2, Contended, Mode::Static),
+        (X3, Contended, Mode::Static),
+        (Two, Contended, Mode::Static),
         (X2, Contended, Mode::NativeTwo),
         (X2, Contended, Mode::Native),
         (X3, Contended, Mode::Native),
     ];
     for (oc, w, base) in fixed {
         for pv in Mode::PVLOCK {
-            v.extend(ratio_goal(s, oc, w, pv, base));
+            if !Mode::RATIOS.contains(&(pv, base)) {
+                continue;
+            }
+            let Some(mut g) = ratio_goal(s, oc, w, pv, base) else {
+                continue;
+            };
+            if let Some(extra) = adaptive_note(s, oc, w, pv, base) {
+                g.note = if g.note.is_empty() {
+                    extra
+                } else {
+                    format!("{}; {extra}", g.note)
+                };
+            }
+            v.push(g);
         }
     }
     // The goals at every level: listed for the levels in the matrix (or
@@ -670,7 +795,7 @@ fn goals(s: &Summary) -> Vec<Goal> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::extract::Measurement;
+    use crate::extract::{Instance, Measurement};
 
     #[test]
     fn median_and_spread() {
@@ -806,9 +931,34 @@ pub(crate) mod tests {
         }
     }
 
+    /// What the adaptive lock ran during a workload: `to_native` and
+    /// `to_pvlock` switches, `native_ms` and `pvlock_ms` on each lock (from
+    /// a guest_pvlock loaded right before it).
+    pub(crate) fn run(
+        to_native: i64,
+        to_pvlock: i64,
+        native_ms: i64,
+        pvlock_ms: i64,
+    ) -> AdaptiveRun {
+        let after: BTreeMap<String, i64> = [
+            ("switches_to_native", to_native),
+            ("switches_to_pvlock", to_pvlock),
+            ("time_native_ns", native_ms * 1_000_000),
+            ("time_pvlock_ns", pvlock_ms * 1_000_000),
+            ("switch_max_ns", 250_000),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        AdaptiveRun::between(&BTreeMap::new(), &after).unwrap()
+    }
+
     /// Three repetitions of the quick matrix: repetition r runs everything
     /// r times as fast (drift, which the in-repetition ratios do not see),
-    /// and each pvlock mode's ratios vary a little with r.
+    /// and each pvlock mode's ratios vary a little with r. The adaptive
+    /// lock ran native at 1x (pvlock-kickcpu's switched to native during
+    /// repetition 2) and pvlock at 2x (pvlock-kickcpu's third repetition
+    /// recorded nothing).
     pub(crate) fn sample() -> (Vec<Measurement>, Vec<Cell>) {
         use Mode::*;
         use Overcommit::*;
@@ -834,6 +984,8 @@ pub(crate) mod tests {
                 Some(1.2 + 0.2 * (k - 1.0)),
             );
             add(X2, Contended, HostKvm, 400_000.0 * hk, Some(1.4));
+            // hostkvm / static: 1.04, 1.08, 1.13.
+            add(X2, Contended, Static, 400_000.0 * 1.2, Some(1.4));
             add(X1, Contended, Native, 600_000.0, Some(1.1));
             add(X1, Contended, Upstream, 300_000.0, Some(1.2));
             add(
@@ -850,6 +1002,28 @@ pub(crate) mod tests {
         // Repetition 3 of native at 2x timed out.
         ms.retain(|x| !(x.rep == 3 && x.key.mode == Native && x.key.overcommit == X2));
         ms.push(m(X2, Contended, Native, 3, None, None));
+        for x in ms.iter_mut() {
+            let adaptive = match (x.key.overcommit, x.key.mode, x.rep) {
+                (_, m, _) if !m.loads_guest_pvlock() => continue,
+                (X1, KickCpu, 2) => run(1, 0, 9_000, 1_000),
+                (X1, _, _) => run(0, 0, 10_000, 0),
+                (X2, KickCpu, 3) => {
+                    x.instances.push(Instance {
+                        name: "kickcpu-1".into(),
+                        status: Some(Status::Ok),
+                        ..Default::default()
+                    });
+                    continue;
+                }
+                _ => run(0, 0, 0, 10_000),
+            };
+            x.instances.push(Instance {
+                name: format!("{}-1", x.key.mode.group()),
+                status: Some(Status::Ok),
+                adaptive: Some(adaptive),
+                ..Default::default()
+            });
+        }
         (ms, crate::matrix::cells(true))
     }
 
@@ -988,10 +1162,47 @@ pub(crate) mod tests {
             x.undecided_because().unwrap(),
             "median 1.00, +3.1% from the target >= 0.97, but its 75.0% interval [0.950, 1.05] (n=3) runs from -2.1% to +8.2% of it: the interval is wider than the margin it would decide; more repetitions needed"
         );
+        // The 1x goals say what the adaptive lock ran.
+        assert_eq!(
+            x.note,
+            "the adaptive lock ran native 100% [90%, 100%] of the time, 1/0 switches (3 repetitions)"
+        );
         let x = g("1x contended: pvlock-hostkvm / native");
         assert_eq!(x.status, GoalStatus::Pass);
+        assert_eq!(
+            x.note,
+            "the adaptive lock ran native 100% of the time, 0/0 switches (3 repetitions)"
+        );
         let x = g("1x contended: pvlock-hostkvm / upstream-pv");
         assert_eq!(x.status, GoalStatus::Pass);
+        // The adaptive lock against the static one where it stays on
+        // pvlock: 1.04..1.13 >= 1, and the switches to native beside it.
+        let x = g("2x contended, adaptive / static: pvlock-hostkvm / pvlock-static");
+        assert_eq!(x.status, GoalStatus::Pass);
+        assert_eq!((x.op.as_str(), x.target), (">=", 1.0));
+        assert_eq!(
+            x.note,
+            "switches to native in the pvlock-hostkvm guests: 0 over 3 repetitions (expected 0)"
+        );
+        for oc in ["3x", "two-guests"] {
+            let x = g(&format!(
+                "{oc} contended, adaptive / static: pvlock-hostkvm / pvlock-static"
+            ));
+            assert!(x.out_of_matrix(), "{x:?}");
+        }
+        // No kickcpu / static goal, and no ratio either.
+        assert!(!s
+            .goals
+            .iter()
+            .any(|g| g.name.contains("pvlock-kickcpu / pvlock-static")));
+        assert!(s
+            .ratio(
+                Overcommit::X2,
+                Workload::Contended,
+                Mode::KickCpu,
+                Mode::Static
+            )
+            .is_none());
         let x = g("1x uncontended: pvlock-hostkvm / native");
         assert_eq!(x.status, GoalStatus::Miss);
         assert!((x.margin.unwrap() - (0.95 / 0.97 - 1.0)).abs() < 1e-9);
@@ -1035,8 +1246,8 @@ pub(crate) mod tests {
             .iter()
             .any(|g| g.name == "stress-ng at every level: pvlock-kickcpu / upstream-pv"));
         // 9 goals of one cell each, 2 fairness levels and 2 macro
-        // workloads, for both pvlock modes.
-        assert_eq!(s.goals.len(), 2 * (9 + 2 + 2));
+        // workloads, for both pvlock modes; adaptive / static at 3 levels.
+        assert_eq!(s.goals.len(), 2 * (9 + 2 + 2) + 3);
         assert_eq!(
             target(Overcommit::X3, Workload::Contended, Mode::Native),
             Some(10.0)
@@ -1049,6 +1260,63 @@ pub(crate) mod tests {
             target(Overcommit::X1, Workload::StressNg, Mode::Upstream),
             Some(1.1)
         );
+        assert_eq!(
+            target(Overcommit::Two, Workload::Contended, Mode::Static),
+            Some(1.0)
+        );
+        assert_eq!(
+            target(Overcommit::X1, Workload::Contended, Mode::Static),
+            None
+        );
+    }
+
+    #[test]
+    fn what_the_adaptive_lock_ran_per_cell() {
+        let (ms, cells) = sample();
+        let s = summarize(&ms, &[], &cells, 3);
+        let a = |oc, w, m| s.cell(oc, w, m).unwrap().adaptive.clone();
+        use Mode::*;
+        use Overcommit::*;
+        use Workload::*;
+        let kc = a(X1, Contended, KickCpu).unwrap();
+        assert_eq!((kc.to_native, kc.to_pvlock, kc.n), (1, 0, 3));
+        let share = kc.native_share.unwrap();
+        assert_eq!((share.median, share.min, share.max), (1.0, 0.9, 1.0));
+        assert_eq!(kc.per_rep[1].unwrap().native_ns, 9_000_000_000);
+        assert_eq!(fmt_native_share(&share), "native 100% [90%, 100%]");
+        // pvlock-kickcpu's third repetition at 2x recorded nothing.
+        let kc = a(X2, Contended, KickCpu).unwrap();
+        assert_eq!(kc.n, 2);
+        assert_eq!(kc.per_rep[2], None);
+        assert_eq!(kc.native_share.unwrap().median, 0.0);
+        let st = a(X2, Contended, Static).unwrap();
+        assert_eq!((st.to_native, st.to_pvlock, st.n), (0, 0, 3));
+        // No guest_pvlock, no record.
+        assert_eq!(a(X2, Contended, Native), None);
+        assert_eq!(a(X2, Contended, Upstream), None);
+        // Only ok measurements count: the 2x native timeout aside, a
+        // pvlock measurement that is not ok is left out.
+        let mut ms2 = ms.clone();
+        for x in ms2
+            .iter_mut()
+            .filter(|x| x.key.mode == KickCpu && x.key.overcommit == X1 && x.rep == 2)
+        {
+            x.status = Status::Failed;
+        }
+        let s2 = summarize(&ms2, &[], &cells, 3);
+        let kc = s2
+            .cell(X1, Contended, KickCpu)
+            .unwrap()
+            .adaptive
+            .clone()
+            .unwrap();
+        assert_eq!((kc.to_native, kc.n), (0, 2));
+        // The shares' formats at the edges.
+        let one = |x: f64| agg(&[x]).unwrap();
+        assert_eq!(fmt_native_share(&one(0.0)), "native 0%");
+        assert_eq!(fmt_native_share(&one(0.001)), "native <1%");
+        assert_eq!(fmt_native_share(&one(0.997)), "native >99%");
+        assert_eq!(fmt_native_share(&one(1.0)), "native 100%");
     }
 
     #[test]
@@ -1105,6 +1373,8 @@ pub(crate) mod tests {
         assert_eq!(native.by_status["timeout"], 1);
         let two = l(Mode::NativeTwo);
         assert_eq!((two.planned, two.ok, two.loss_rate), (3, 3, Some(0.0)));
-        assert_eq!(s.losses.len(), 5);
+        let st = l(Mode::Static);
+        assert_eq!((st.planned, st.ok, st.loss_rate), (3, 3, Some(0.0)));
+        assert_eq!(s.losses.len(), 6);
     }
 }
