@@ -20,6 +20,9 @@
 #                                     paired sweeps (tests/bench/gen-sweep.py)
 #   make test-distro                  the distro kernel variant: build it,
 #                                     the modules for it, one scenario
+#   make test-debug                   the debug kernel variant (lockdep,
+#                                     sleep-in-atomic, KFENCE): build it,
+#                                     the modules for it, four scenarios
 #   make clean / kernel-clean
 
 SHELL := /bin/bash
@@ -27,7 +30,8 @@ LLVM_SUFFIX := -19
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
 
-# CONFIG=distro selects the kernel variant of kernel/distro.config.
+# CONFIG=distro (or debug) selects the kernel variant of kernel/distro.config
+# (or kernel/debug.config).
 CONFIG ?=
 export PVLOCK_KCONFIG := $(CONFIG)
 KDIR ?= $(shell PVLOCK_KCONFIG=$(CONFIG) scripts/kernel.sh --print-kdir)
@@ -47,7 +51,7 @@ RS_KERNEL_FILES = $(shell find rust -name '*.rs')
 
 .PHONY: all modules deps kernel print-kdir tools static-tools host-tools check \
 	check-modules check-tools test test-unit model vmtest demo bench clean \
-	kernel-clean check-kdir test-distro variant
+	kernel-clean check-kdir test-distro test-debug variant
 
 all: modules
 
@@ -150,6 +154,19 @@ test-distro: deps
 	$(HOST_BIN)/vmtest --kdir $$(PVLOCK_KCONFIG=distro scripts/kernel.sh --print-kdir) --repo $(CURDIR) \
 		--tools-bin $(STATIC_BIN) --modules $(CURDIR)/build/modules-distro --out build/vmtest-distro \
 		run tests/distro/kvm-modules.toml
+
+# The debug variant (lockdep, sleep-in-atomic and preemption checks,
+# KFENCE): its own cached tree, modules in build/modules-debug; the
+# scenarios that exercise the lock, its switching, CPU hotplug and the host
+# module going, each judged as usual (any WARNING or BUG fails it).
+DEBUG_SCENARIOS = pvlock-locktorture pvlock-hotplug pvlock-loadloop host-unload
+test-debug: deps
+	$(MAKE) kernel CONFIG=debug
+	$(MAKE) modules CONFIG=debug
+	$(MAKE) tools
+	$(HOST_BIN)/vmtest --kdir $$(PVLOCK_KCONFIG=debug scripts/kernel.sh --print-kdir) --repo $(CURDIR) \
+		--tools-bin $(STATIC_BIN) --modules $(CURDIR)/build/modules-debug --out build/vmtest-debug \
+		run $(DEBUG_SCENARIOS)
 
 demo: deps kernel
 	$(MAKE) modules tools

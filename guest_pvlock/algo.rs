@@ -796,15 +796,15 @@ impl PvLock {
                                 mode = self.degrade(p, here, MODE_WAIT);
                                 continue;
                             }
-                            // Refused for this target only: end its wait
-                            // another way. `KVM_HC_KICK_CPU` ends a lock
-                            // wait too, or makes it return at once.
-                            if p.have_kick_cpu() && p.kick_cpu(target).is_ok() {
-                                self.count(p, here, Counter::KicksFallback, 1);
-                            } else {
-                                p.wake_nmi(target);
-                                self.count(p, here, Counter::KicksNmi, 1);
-                            }
+                            // Refused for this target only (host_kvm
+                            // refuses a kick only when no single vCPU has
+                            // the target's APIC ID, or it is the caller's):
+                            // end its wait another way, by CPU number. A
+                            // `KVM_HC_KICK_CPU` to the same APIC ID would
+                            // reach nobody and report success.
+                            p.wake_nmi(target);
+                            self.count(p, here, Counter::KicksFallback, 1);
+                            self.count(p, here, Counter::KicksNmi, 1);
                             return;
                         }
                     }

@@ -296,12 +296,16 @@ struct GuestPvlock {
     control: Option<Pin<KBox<Periodic<adaptive::Control>>>>,
 }
 
-/// Installs the lock in `mode`.
-fn install(module: &'static ThisModule, mode: u32) -> Result<Installed<Pvlock>> {
+/// Installs the lock in `mode`, its wait tokens starting at least at
+/// `token_base`.
+fn install(module: &'static ThisModule, mode: u32, token_base: u64) -> Result<Installed<Pvlock>> {
+    // Above every token of an earlier load in this kernel (the clock), and
+    // of an earlier kernel of this VM, whose held kicks a kexec keeps
+    // (the host's token base).
     let lock = algo::PvLock::new(
         kernel::cpu::nr_cpu_ids() as usize,
         mode,
-        guest::local_clock(),
+        guest::local_clock().max(token_base),
     )
     .ok_or(ENOMEM)?;
     let lock = KBox::new(Pvlock { lock }, GFP_KERNEL)?;
@@ -356,8 +360,19 @@ impl kernel::Module for GuestPvlock {
         );
 
         let mut advice = false;
-        let (installed, reason, mode) = match decide(&mut advice)? {
-            Ok(mode) => (Some(install(module, mode)?), "installed", Some(mode)),
+        let decision = decide(&mut advice)?;
+        // ABI 3 (the advice) has the token base too.
+        let token_base = if advice {
+            guest::pvlock_get_param(abi::KVM_PVLOCK_PARAM_TOKEN_BASE).unwrap_or(0)
+        } else {
+            0
+        };
+        let (installed, reason, mode) = match decision {
+            Ok(mode) => (
+                Some(install(module, mode, token_base)?),
+                "installed",
+                Some(mode),
+            ),
             Err(reason) => {
                 pr_info!(
                     "not installed: {}; lock ops stay {}\n",

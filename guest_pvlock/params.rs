@@ -70,7 +70,7 @@ kernel::pvlock_module_param!(inject_drop_kick: U32Param = INJECT_DROP_KICK, 0o64
 
 pub(crate) static INJECT_FAIL_KICK: U32Param = U32Param::new(0, 0, u32::MAX);
 kernel::pvlock_module_param!(inject_fail_kick: U32Param = INJECT_FAIL_KICK, 0o644,
-    "Test only: fail every Nth project kick as if the host refused it (0: off)");
+    "Test only: kick the target of every Nth project kick by an APIC ID no vCPU has, so that the host refuses it (0: off)");
 
 pub(crate) static INJECT_WAIT_DELAY_US: U32Param = U32Param::new(0, 0, 100_000);
 kernel::pvlock_module_param!(inject_wait_delay_us: U32Param = INJECT_WAIT_DELAY_US, 0o644,

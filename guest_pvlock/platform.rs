@@ -85,6 +85,24 @@ pub(crate) static INJECTED_DELAYS: Atomic<u64> = Atomic::new(0);
 /// Kicks made while an `inject_*_kick` parameter is on, to pick every Nth.
 static INJECT_SEQ: Atomic<u64> = Atomic::new(0);
 
+/// An APIC ID that no vCPU has (x2APIC, not the broadcast ID).
+const BAD_APIC_ID: u32 = 0xffff_fffe;
+/// CPUs whose [`INJECT_FAIL_KICK`](params::INJECT_FAIL_KICK) applies.
+const INJECT_CPUS: usize = 64;
+/// Per kicking CPU (below [`INJECT_CPUS`]): the target, plus 1, of the kick
+/// in progress whose target's APIC ID is wrong on purpose, 0 for none. Its
+/// unlock runs with preemption disabled, so the CPU's entry is its own.
+static BAD_TARGET: [Atomic<u32>; INJECT_CPUS] = [const { Atomic::new(0) }; INJECT_CPUS];
+
+/// The APIC ID to kick `target` with from `here`: a wrong one while the
+/// kick in progress is one that `inject_fail_kick` picked.
+fn apic_of(here: usize, target: usize) -> u32 {
+    match BAD_TARGET.get(here) {
+        Some(b) if b.load(Relaxed) as usize == target + 1 => BAD_APIC_ID,
+        _ => guest::apic_id(target as u32),
+    }
+}
+
 /// Whether this kick is the Nth of `every` (0: never).
 fn nth(every: u32) -> bool {
     every != 0 && INJECT_SEQ.fetch_add(1u64, Relaxed).wrapping_add(1) % u64::from(every) == 0
@@ -149,11 +167,17 @@ impl Platform for Guest {
             INJECTED_DROPS.add(1u64, Relaxed);
             return Ok(Kick::Woken);
         }
-        if nth(params::INJECT_FAIL_KICK.get()) {
-            INJECTED_FAILURES.add(1u64, Relaxed);
-            return Err(KickError::Refused);
+        let here = self.cpu();
+        if let Some(b) = BAD_TARGET.get(here) {
+            // A new kick: the APIC ID of its target is wrong, for this kick
+            // and its fallbacks, if it is the Nth.
+            let bad = nth(params::INJECT_FAIL_KICK.get());
+            if bad {
+                INJECTED_FAILURES.add(1u64, Relaxed);
+            }
+            b.store(if bad { cpu as u32 + 1 } else { 0 }, Relaxed);
         }
-        guest::pvlock_kick(guest::apic_id(cpu as u32), token).map_err(kick_error)
+        guest::pvlock_kick(apic_of(here, cpu), token).map_err(kick_error)
     }
 
     #[inline]
@@ -166,7 +190,14 @@ impl Platform for Guest {
             INJECTED_DROPS.add(1u64, Relaxed);
             return Ok(());
         }
-        guest::kick_cpu(guest::apic_id(cpu as u32)).map_err(kick_error)
+        let apic = apic_of(self.cpu(), cpu);
+        // The last use of a wrong APIC ID: a later kick of this CPU
+        // (`KVM_HC_KICK_CPU` only, once the lock is in `hlt` mode) is
+        // aimed right unless `kick()` picks it again.
+        if let Some(b) = BAD_TARGET.get(self.cpu()) {
+            b.store(0, Relaxed);
+        }
+        guest::kick_cpu(apic).map_err(kick_error)
     }
 
     fn wake_nmi(&self, cpu: usize) {

@@ -16,7 +16,7 @@ use kernel::{
     prelude::*,
     pvlock::{
         abi::{Advice, Kick},
-        kvm::{Load, PvlockHost, Registration, Vcpu, Vm, VmState, WaitEnd},
+        kvm::{CurrentVcpu, Load, PvlockHost, Registration, Vcpu, Vm, VmState, WaitEnd},
         param::{BoolParam, U32Param},
         periodic::{Periodic, PeriodicWork},
         stats::{check_zero_stats_write, write_u32_array, Log2Histogram, BUCKETS},
@@ -166,7 +166,7 @@ fn enabled(state: &VmState) -> bool {
 struct Host;
 
 impl Host {
-    fn kick(vcpu: &Vcpu, state: &VmState, args: [u64; 4]) -> i64 {
+    fn kick(vcpu: &CurrentVcpu, state: &VmState, args: [u64; 4]) -> i64 {
         count(Counter::Kicks);
         let [flags, apic_id, token, _] = args;
         if flags != 0 || token == 0 {
@@ -199,7 +199,7 @@ impl Host {
                 };
                 if want_yield && target.is_preempted() {
                     count(Counter::Yields);
-                    if target.yield_to() {
+                    if vcpu.yield_to(target) {
                         count(Counter::YieldsDone);
                     }
                 }
@@ -208,7 +208,7 @@ impl Host {
         r.ret()
     }
 
-    fn wait(vcpu: &Vcpu, args: [u64; 4]) -> i64 {
+    fn wait(vcpu: &CurrentVcpu, args: [u64; 4]) -> i64 {
         let [flags, token, _, _] = args;
         if flags != 0 || token == 0 {
             count(Counter::WaitsBadArgs);
@@ -222,7 +222,7 @@ impl Host {
         0
     }
 
-    fn get_param(state: &VmState, param: u64) -> i64 {
+    fn get_param(vm: &Vm, state: &VmState, param: u64) -> i64 {
         count(Counter::GetParam);
         match param {
             abi::KVM_PVLOCK_PARAM_VERSION => abi::KVM_PVLOCK_ABI_VERSION as i64,
@@ -234,6 +234,8 @@ impl Host {
                 }
             }
             abi::KVM_PVLOCK_PARAM_ADVICE => state.advice as i64,
+            // Tokens are clock values in nanoseconds: far below 2^63.
+            abi::KVM_PVLOCK_PARAM_TOKEN_BASE => vm.token_base().min(i64::MAX as u64) as i64,
             _ => {
                 count(Counter::GetParamBad);
                 -abi::KVM_EINVAL
@@ -245,7 +247,7 @@ impl Host {
 impl PvlockHost for Host {
     const SUPPORTED_FLAGS: u64 = abi::KVM_PVLOCK_KICK_VALID_FLAGS;
 
-    fn hypercall(vcpu: &Vcpu, nr: u32, args: [u64; 4]) -> i64 {
+    fn hypercall(vcpu: &CurrentVcpu, nr: u32, args: [u64; 4]) -> i64 {
         let state = vcpu.vm().pvlock_state();
         if !enabled(&state) {
             count(Counter::Disabled);
@@ -254,7 +256,7 @@ impl PvlockHost for Host {
         match nr {
             abi::KVM_HC_PVLOCK_KICK => Host::kick(vcpu, &state, args),
             abi::KVM_HC_PVLOCK_WAIT => Host::wait(vcpu, args),
-            abi::KVM_HC_PVLOCK_GET_PARAM => Host::get_param(&state, args[0]),
+            abi::KVM_HC_PVLOCK_GET_PARAM => Host::get_param(vcpu.vm(), &state, args[0]),
             _ => -abi::KVM_ENOSYS,
         }
     }

@@ -15,13 +15,15 @@
 #
 # Variants: PVLOCK_KCONFIG=distro (make kernel CONFIG=distro) adds
 # kernel/distro.config on top of the fragment (KVM as modules, NR_CPUS=8192,
-# lockdep off), in a tree of its own (linux-<debian version>-distro).
+# lockdep off), in a tree of its own (linux-<debian version>-distro);
+# PVLOCK_KCONFIG=debug adds kernel/debug.config (lockdep, sleep-in-atomic
+# and preemption checks, KFENCE) in linux-<debian version>-debug.
 #
 # PVLOCK_PATCHES_UPTO=N applies only the first N patches of the series (for
 # building each prefix of the series, scripts/build-series.sh); give it a
 # tree of its own (PVLOCK_KDIR_CACHE).
 #
-# Usage: [PVLOCK_KCONFIG=distro] scripts/kernel.sh [--print-kdir]
+# Usage: [PVLOCK_KCONFIG=distro|debug] scripts/kernel.sh [--print-kdir]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
@@ -36,7 +38,11 @@ distro)
 	TREE=${PVLOCK_KDIR_CACHE:-$PVLOCK_CACHE/linux-$KPKGVER-distro}
 	FRAGS+=("$top/kernel/distro.config")
 	;;
-*) die "kernel: unknown config variant '$VARIANT' (known: distro)" ;;
+debug)
+	TREE=${PVLOCK_KDIR_CACHE:-$PVLOCK_CACHE/linux-$KPKGVER-debug}
+	FRAGS+=("$top/kernel/debug.config")
+	;;
+*) die "kernel: unknown config variant '$VARIANT' (known: distro, debug)" ;;
 esac
 PATCHES=$top/kernel/patches
 OVERLAY=$top/rust

@@ -100,7 +100,8 @@ __rust_helper long rust_helper_pvlock_kvm_hypercall3(unsigned int nr,
  * KVM_HC_PVLOCK_WAIT.  With @sti, interrupts (disabled by the caller) are
  * enabled by the instruction right before the hypercall, as safe_halt()
  * does before HLT: an interrupt that is pending then ends the wait instead
- * of being taken before it.
+ * of being taken before it.  Like safe_halt(), it tells lockdep and the
+ * irqflags tracer first that interrupts are on from here.
  */
 __rust_helper long rust_helper_pvlock_kvm_wait(unsigned long flags,
 					       unsigned long token, bool sti)
@@ -109,6 +110,7 @@ __rust_helper long rust_helper_pvlock_kvm_wait(unsigned long flags,
 
 	if (!sti)
 		return kvm_hypercall2(KVM_HC_PVLOCK_WAIT, flags, token);
+	trace_hardirqs_on();
 	asm volatile("sti\n\t" KVM_HYPERCALL
 		     : "=a"(ret)
 		     : "a"(KVM_HC_PVLOCK_WAIT), "b"(flags), "c"(token)

@@ -8,8 +8,9 @@
 pub mod abi;
 #[cfg(CONFIG_KVM_GUEST)]
 pub mod guest;
-// KVM's pvlock hooks are reachable from the kernel crate only when KVM is
-// built in.
+// KVM's pvlock hooks: their registration point (arch/x86/virt/kvm_pvlock.c)
+// is built into the kernel whenever KVM is configured, built in or as
+// modules (`CONFIG_KVM` is set for both).
 #[cfg(CONFIG_KVM)]
 pub mod kvm;
 pub mod lockops;
@@ -39,6 +40,7 @@ const _: () = {
     assert!(abi::KVM_PVLOCK_PARAM_VERSION == b::KVM_PVLOCK_PARAM_VERSION as u64);
     assert!(abi::KVM_PVLOCK_PARAM_SPIN_THRESHOLD == b::KVM_PVLOCK_PARAM_SPIN_THRESHOLD as u64);
     assert!(abi::KVM_PVLOCK_PARAM_ADVICE == b::KVM_PVLOCK_PARAM_ADVICE as u64);
+    assert!(abi::KVM_PVLOCK_PARAM_TOKEN_BASE == b::KVM_PVLOCK_PARAM_TOKEN_BASE as u64);
     assert!(abi::KVM_PVLOCK_ABI_VERSION == b::KVM_PVLOCK_ABI_VERSION as u64);
     assert!(abi::KVM_PVLOCK_ADVICE_THRESHOLD_MASK == b::KVM_PVLOCK_ADVICE_THRESHOLD_MASK as u64);
     assert!(abi::KVM_PVLOCK_ADVICE_DEDICATED == b::KVM_PVLOCK_ADVICE_DEDICATED as u64);

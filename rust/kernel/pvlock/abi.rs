@@ -88,8 +88,13 @@ pub const KVM_PVLOCK_PARAM_SPIN_THRESHOLD: u64 = 1;
 /// `KVM_HC_PVLOCK_GET_PARAM` parameter: the host's advice for the current
 /// load ([`Advice`]), which it may change at any time.
 pub const KVM_PVLOCK_PARAM_ADVICE: u64 = 2;
+/// `KVM_HC_PVLOCK_GET_PARAM` parameter: a token larger than every kick
+/// token held for the VM's vCPUs (kicks outlive a kexec); a guest starts
+/// its tokens above it.
+pub const KVM_PVLOCK_PARAM_TOKEN_BASE: u64 = 3;
 /// The ABI version this file describes: 2 added `KVM_HC_PVLOCK_WAIT` and
-/// the token of `KVM_HC_PVLOCK_KICK`; 3 added [`KVM_PVLOCK_PARAM_ADVICE`].
+/// the token of `KVM_HC_PVLOCK_KICK`; 3 added [`KVM_PVLOCK_PARAM_ADVICE`]
+/// and [`KVM_PVLOCK_PARAM_TOKEN_BASE`].
 pub const KVM_PVLOCK_ABI_VERSION: u64 = 3;
 /// The lowest ABI version whose lock waits the guest uses.
 pub const KVM_PVLOCK_ABI_WAIT: u64 = 2;

@@ -49,17 +49,6 @@ impl Vcpu {
         unsafe { bindings::kvm_pvlock_vcpu_preempted(self.as_raw()) }
     }
 
-    /// Starts a lock wait with `token` (not 0) on this vCPU, which must be
-    /// the caller (a `KVM_HC_PVLOCK_WAIT` it makes), ended by KVM after
-    /// `bound_ns` nanoseconds if nothing ended it before (0: no bound).
-    /// Returns whether it halts; `false` if its kick came first or a
-    /// wake-up event is pending.
-    pub fn wait(&self, token: u64, bound_ns: u64) -> bool {
-        // SAFETY: The vCPU is alive; `hypercall()` runs on its thread, with
-        // an in-kernel local APIC (KVM checks before dispatching a wait).
-        unsafe { bindings::kvm_pvlock_wait(self.as_raw(), token, bound_ns) }
-    }
-
     /// Kicks this vCPU's lock wait with `token` (not 0), now or when it
     /// comes: [`abi::Kick::Woken`] if the vCPU was in that wait.
     pub fn kick(&self, token: u64) -> abi::Kick {
@@ -71,17 +60,62 @@ impl Vcpu {
         }
     }
 
-    /// Gives the caller's time slice to this vCPU; may sleep. Returns
-    /// whether the scheduler switched to it.
-    pub fn yield_to(&self) -> bool {
-        // SAFETY: The vCPU is alive; callers run in a hypercall, which may
-        // sleep (the hooks run under SRCU).
-        unsafe { bindings::kvm_pvlock_yield_to(self.as_raw()) }
-    }
-
     /// Whether `self` and `other` are the same vCPU.
     pub fn is(&self, other: &Vcpu) -> bool {
         core::ptr::eq(self, other)
+    }
+}
+
+/// The vCPU making a pvlock hypercall, on its own thread, in a context that
+/// may sleep: what only that vCPU may do (wait, give away its time slice).
+/// [`PvlockHost::hypercall`] gets one; the other callbacks get a [`Vcpu`].
+///
+/// # Invariants
+///
+/// The wrapped vCPU is the one whose thread runs the code holding the
+/// reference, inside KVM's dispatch of its hypercall (the hooks run under
+/// SRCU, where sleeping is allowed), with an in-kernel local APIC when the
+/// hypercall is `KVM_HC_PVLOCK_WAIT`.
+#[repr(transparent)]
+pub struct CurrentVcpu(Vcpu);
+
+impl CurrentVcpu {
+    /// # Safety
+    ///
+    /// `ptr` is a live vCPU for `'a` that makes the hypercall being
+    /// dispatched, on the calling thread.
+    unsafe fn from_raw<'a>(ptr: *mut bindings::kvm_vcpu) -> &'a Self {
+        // SAFETY: Transparent wrapper of a transparent wrapper; validity
+        // and the thread from the caller.
+        unsafe { &*ptr.cast() }
+    }
+
+    /// Starts a lock wait with `token` (not 0) on this vCPU (the
+    /// `KVM_HC_PVLOCK_WAIT` it makes), ended by KVM after `bound_ns`
+    /// nanoseconds if nothing ended it before (0: no bound). Returns whether
+    /// it halts; `false` if its kick came first or a wake-up event is
+    /// pending.
+    pub fn wait(&self, token: u64, bound_ns: u64) -> bool {
+        // SAFETY: By the type invariant the vCPU makes this hypercall on its
+        // own thread; KVM dispatches a wait only with an in-kernel local
+        // APIC.
+        unsafe { bindings::kvm_pvlock_wait(self.0.as_raw(), token, bound_ns) }
+    }
+
+    /// Gives the rest of this vCPU's time slice to `target`; may sleep.
+    /// Returns whether the scheduler switched to it.
+    pub fn yield_to(&self, target: &Vcpu) -> bool {
+        // SAFETY: `target` is alive; by the type invariant the caller is
+        // this vCPU's thread in a context that may sleep.
+        unsafe { bindings::kvm_pvlock_yield_to(target.as_raw()) }
+    }
+}
+
+impl core::ops::Deref for CurrentVcpu {
+    type Target = Vcpu;
+
+    fn deref(&self) -> &Vcpu {
+        &self.0
     }
 }
 
@@ -159,6 +193,12 @@ impl Vm {
         }
     }
 
+    /// A token larger than every kick token held for the VM's vCPUs.
+    pub fn token_base(&self) -> u64 {
+        // SAFETY: The VM is alive.
+        unsafe { bindings::kvm_pvlock_token_base(self.0.get()) }
+    }
+
     /// The VM's pvlock state (a snapshot; it changes under `kvm->lock`).
     pub fn pvlock_state(&self) -> VmState {
         let mut st = bindings::kvm_pvlock_vm::default();
@@ -196,8 +236,8 @@ pub trait PvlockHost: 'static {
     const SUPPORTED_FLAGS: u64;
 
     /// A pvlock hypercall (`KVM_HC_PVLOCK_*` number `nr`) of `vcpu`, on its
-    /// thread; returns the guest's RAX.
-    fn hypercall(vcpu: &Vcpu, nr: u32, args: [u64; 4]) -> i64;
+    /// thread, where it may sleep; returns the guest's RAX.
+    fn hypercall(vcpu: &CurrentVcpu, nr: u32, args: [u64; 4]) -> i64;
 
     /// `KVM_ENABLE_CAP(KVM_CAP_PVLOCK_KICK)` with `args`; returns the new
     /// state for the VM, or an error for the VMM (nothing is changed then).
@@ -207,7 +247,9 @@ pub trait PvlockHost: 'static {
     /// capability, see `KVM_FEATURE_PVLOCK_KICK` and may use the hypercalls.
     fn force_feature(vm: &Vm) -> bool;
 
-    /// `vcpu` left a lock wait, ended as `how` says; on its thread.
+    /// `vcpu` left a lock wait, ended as `how` says; on its thread, from
+    /// wherever KVM changes its state (it must not sleep: no
+    /// [`CurrentVcpu`] here).
     fn wait_end(vcpu: &Vcpu, how: WaitEnd);
 
     /// The advice (`KVM_PVLOCK_PARAM_ADVICE`) for `vm` under `load`, from
@@ -238,8 +280,9 @@ impl<T: PvlockHost> Adapter<T> {
         nr: c_ulong,
         args: *const c_ulong,
     ) -> c_long {
-        // SAFETY: KVM passes the live vCPU making the hypercall.
-        let vcpu = unsafe { Vcpu::from_raw(vcpu) };
+        // SAFETY: KVM passes the live vCPU making the hypercall, on its own
+        // thread, under SRCU (it may sleep).
+        let vcpu = unsafe { CurrentVcpu::from_raw(vcpu) };
         // SAFETY: KVM passes an array of four arguments.
         let a = unsafe { core::slice::from_raw_parts(args, 4) };
         T::hypercall(

@@ -35,6 +35,7 @@
 //!
 //! C header: [`arch/x86/include/asm/paravirt-spinlock.h`](srctree/arch/x86/include/asm/paravirt-spinlock.h)
 
+use super::periodic::{Periodic, PeriodicWork};
 pub use super::qspinlock::*;
 use crate::{
     alloc::KBox,
@@ -44,7 +45,7 @@ use crate::{
     types::Opaque,
     ThisModule,
 };
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 /// The signature of the `queued_spin_lock_slowpath` static call.
 pub type SlowpathFn = unsafe extern "C" fn(*mut bindings::qspinlock, u32);
@@ -481,6 +482,42 @@ unsafe extern "C" fn bridge_slowpath(lock: *mut bindings::qspinlock, _val: u32) 
     }
 }
 
+/// Wakes every online CPU with an NMI, periodically, while a switch waits
+/// ([`Switch::to`]).
+struct Waker {
+    rounds: AtomicU32,
+}
+
+impl Waker {
+    /// How long a switch waits before waking, and between wakes: a switch
+    /// takes 50 ms to a few seconds under overcommit; a wait is bounded by
+    /// host_kvm at 1 s by default.
+    const AFTER_MS: u32 = 2000;
+
+    fn new() -> Self {
+        Self {
+            rounds: AtomicU32::new(0),
+        }
+    }
+}
+
+impl PeriodicWork for Waker {
+    fn run(&self) -> Option<u32> {
+        self.rounds.fetch_add(1, Ordering::Relaxed);
+        for cpu in 0..crate::cpu::nr_cpu_ids() {
+            // SAFETY: Reads the online mask; then `cpu` is an online CPU (CPU
+            // hotplug is blocked during a switch), and the NMI is claimed by
+            // its handler.
+            unsafe {
+                if bindings::pvlock_cpu_online(cpu) {
+                    bindings::pv_lock_wake_cpu(cpu as i32);
+                }
+            }
+        }
+        Some(Self::AFTER_MS)
+    }
+}
+
 /// The switch of one owner, between `pv_lock_ops_begin()` and
 /// `pv_lock_ops_end()`.
 ///
@@ -515,6 +552,16 @@ impl Switch {
         // Switches are serialised and waiters leave the bridge only during
         // one, so the counter's growth until the end is this switch's.
         let moved0 = BRIDGE_HANDOFFS.load(Relaxed);
+        // Each sync waits for every waiter of the old slowpath to leave it.
+        // A paravirtual waiter whose kick was lost (on a host that does not
+        // bound waits) would keep it waiting, and this task with the switch
+        // mutex and CPU hotplug: after a while, wake every CPU with an NMI,
+        // which ends any wait (a waiter that wakes early looks at its lock
+        // again). Without the memory for it, the switch goes on unguarded.
+        let waker = KBox::pin_init(Periodic::new(Waker::new()), GFP_KERNEL).ok();
+        if let Some(w) = &waker {
+            w.as_ref().start(Waker::AFTER_MS);
+        }
         // SAFETY: By the type invariant this owner may update the ops now.
         // Step 1: the bridge is a valid slowpath for any lock whose unlock
         // is either of the two in use (it only takes a lock whose word is
@@ -531,7 +578,25 @@ impl Switch {
             bindings::pv_lock_ops_set(self.owner, Some(slowpath), None);
             bindings::pv_lock_ops_sync();
         }
+        if let Some(w) = waker {
+            w.stop();
+            let rounds = w.data().rounds.load(Ordering::Relaxed);
+            if rounds != 0 {
+                pr_warn!(
+                    "pvlock: a lock-op switch waited for halted waiters for over {} ms: woke every CPU {} times (a lost kick?)\n",
+                    Waker::AFTER_MS,
+                    rounds
+                );
+            }
+        }
         BRIDGE_HANDOFFS.load(Relaxed).wrapping_sub(moved0)
+    }
+
+    /// Waits until no CPU runs a lock op it entered before.
+    fn sync(&self) {
+        // SAFETY: No requirement (the switch is in progress, so CPU hotplug
+        // is blocked).
+        unsafe { bindings::pv_lock_ops_sync() };
     }
 
     /// The kernel's own ops of `kind` (the traced unlock while the
@@ -687,9 +752,14 @@ impl<T: QueuedLock> Installed<T> {
     }
 
     /// Switches back to the kernel's lock and empties the slot; returns
-    /// the waiters that moved. If the switch is refused (which the
-    /// ownership rules make impossible) the lock stays installed, and
-    /// `drop()` leaks it rather than free code and data still in use.
+    /// the waiters that moved.
+    ///
+    /// It returns only once no CPU can run `T`'s code, so the module that
+    /// owns that code cannot go before (its exit waits here). While `T`'s
+    /// ops are installed the kernel keeps `T`'s module the owner of the lock
+    /// ops, so no other owner can refuse the switch and nobody else changes
+    /// the ops: the first attempt succeeds. Should that ever not hold, it
+    /// warns and tries again every second rather than let code in use go.
     fn restore(&mut self) -> u64 {
         if T::slot().get().is_none() {
             return 0;
@@ -697,25 +767,51 @@ impl<T: QueuedLock> Installed<T> {
         if self.parked {
             return self.restore_parked();
         }
-        let Ok(switch) = Switch::begin(self.owner) else {
-            pr_warn!("pvlock: cannot switch the lock ops back; the lock stays installed\n");
-            return 0;
+        let mut warned = false;
+        let moved = loop {
+            match self.try_restore() {
+                Ok(moved) => break moved,
+                Err(why) => {
+                    if !warned {
+                        pr_warn!(
+                            "pvlock: cannot switch the lock ops back ({}); the module's code stays until it can\n",
+                            why
+                        );
+                        warned = true;
+                    }
+                    crate::time::delay::fsleep(crate::time::Delta::from_millis(1000));
+                }
+            }
         };
-        if !LockOps::current().same_as(&LockOps::of::<T>()) {
-            pr_warn!("pvlock: the lock ops are not this lock's any more; not restoring\n");
-            return 0;
-        }
-        let Some((slowpath, unlock)) = switch.kernel_ops(self.previous) else {
-            return 0;
-        };
-        // SAFETY: The kernel's own slowpath and unlock of one kind: kernel
-        // text, one algorithm.
-        let moved = unsafe { switch.to(slowpath, unlock) };
-        drop(switch);
         // No CPU runs `T`'s code any more (the switch synced after its last
         // step): the lock may go.
         T::slot().0.store(core::ptr::null_mut(), Ordering::Release);
         moved
+    }
+
+    /// One attempt of [`Installed::restore`]: `Ok` once no CPU can run
+    /// `T`'s code, with the waiters that moved from the bridge.
+    fn try_restore(&self) -> core::result::Result<u64, &'static str> {
+        let switch =
+            Switch::begin(self.owner).map_err(|_| "another owner's lock ops are installed")?;
+        let ours = LockOps::of::<T>();
+        let now = LockOps::current();
+        if !now.same_as(&ours) {
+            if core::ptr::fn_addr_eq(now.slowpath, ours.slowpath)
+                || core::ptr::fn_addr_eq(now.unlock, ours.unlock)
+            {
+                return Err("the lock ops are this lock's only in part");
+            }
+            // Replaced by someone else's whole: wait until no CPU runs ours.
+            switch.sync();
+            return Ok(0);
+        }
+        let (slowpath, unlock) = switch
+            .kernel_ops(self.previous)
+            .ok_or("no kernel lock ops")?;
+        // SAFETY: The kernel's own slowpath and unlock of one kind: kernel
+        // text, one algorithm.
+        Ok(unsafe { switch.to(slowpath, unlock) })
     }
 }
 
@@ -746,10 +842,9 @@ impl<T: QueuedLock> Installed<T> {
 impl<T: QueuedLock> Drop for Installed<T> {
     fn drop(&mut self) {
         self.restore();
-        if T::slot().get().is_none() {
-            // SAFETY: The slot is empty and no CPU runs `T`'s code: by the
-            // type invariant `lock` may be dropped, and it is only once.
-            unsafe { core::mem::ManuallyDrop::drop(&mut self.lock) };
-        }
+        // SAFETY: `restore()` returned, so the slot is empty and no CPU
+        // runs `T`'s code: by the type invariant `lock` may be dropped, and
+        // it is only once.
+        unsafe { core::mem::ManuallyDrop::drop(&mut self.lock) };
     }
 }

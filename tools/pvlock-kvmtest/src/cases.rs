@@ -155,6 +155,13 @@ pub const CASES: &[Case] = &[
         run: restore_keeps_held_kicks,
     },
     Case {
+        name: "token_base",
+        needs: Needs::Loaded,
+        about: "GET_PARAM(TOKEN_BASE) is above every kick held for the VM (a new kernel \
+                after kexec starts its tokens there)",
+        run: token_base,
+    },
+    Case {
         name: "hlt_in_guest",
         needs: Needs::Loaded,
         about: "with HLT exits disabled, a lock wait still halts and its kick ends it",
@@ -1372,6 +1379,37 @@ fn restore_keeps_held_kicks(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
     )?;
     expect_ret("the outer wait", ret, abi::KVM_PVLOCK_WAIT_ENDED)?;
     out.set("outer_wait_at_once", "yes");
+    Ok(())
+}
+
+/// Case: `KVM_PVLOCK_PARAM_TOKEN_BASE` is above every held kick.
+fn token_base(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
+    let vm = ctx.kick_vm(abi::KVM_PVLOCK_KICK_ENABLE)?;
+    let param = abi::KVM_PVLOCK_PARAM_TOKEN_BASE as u32;
+    let before = vm.get_param(param)?;
+    ensure!(before > 0, "GET_PARAM(TOKEN_BASE) returned {before}");
+    // A kick held for a wait far ahead, as a kernel before a kexec leaves.
+    let far = (before as u32).saturating_add(0x10_0000);
+    vm.tokens_past(far);
+    let next = vm.token();
+    vm.target_round(true, Rest::wait(next))?;
+    expect_ret(
+        "a kick of the spinning target",
+        vm.kick(0, 1, far)?.ret(),
+        abi::KVM_PVLOCK_KICK_HELD,
+    )?;
+    let after = vm.get_param(param)?;
+    // The held kick is below the next wait's token: that wait halts until
+    // its own kick.
+    vm.target_stop_spinning()?;
+    vm.kick_wait(next)?;
+    vm.expect_waited()?;
+    out.set("token_base_before", before);
+    out.set("token_base_after", after);
+    ensure!(
+        after > i64::from(far),
+        "GET_PARAM(TOKEN_BASE) is {after}, not above the held kick {far}"
+    );
     Ok(())
 }
 

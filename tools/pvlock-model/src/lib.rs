@@ -178,7 +178,10 @@ pub(crate) fn trace(f: impl FnOnce() -> String) {
 pub(crate) enum Fault {
     /// Nothing.
     None,
-    /// The project kick is refused (`-KVM_EINVAL`) for every target.
+    /// No vCPU has the APIC ID the guest knows its targets by: the project
+    /// kick is refused (`-KVM_EINVAL`), and `KVM_HC_KICK_CPU` reaches
+    /// nobody and returns 0, as upstream's does. Only an NMI, sent by CPU
+    /// number, reaches the target.
     Refused,
     /// The pvlock hypercalls are withdrawn (`-KVM_ENOSYS`): waits and kicks.
     Gone,
@@ -434,6 +437,13 @@ impl Hypervisor {
     fn kick_cpu(&self, from: usize, cpu: usize) -> Result<(), KickError> {
         if self.cfg.fault == Fault::AllGone || !self.cfg.have_kick_cpu {
             return Err(KickError::Gone);
+        }
+        if self.cfg.fault == Fault::Refused {
+            // No vCPU answers the APIC ID: nobody is woken, and success is
+            // reported.
+            trace(|| format!("cpu{from} kick_cpu cpu{cpu}: no such APIC ID"));
+            self.progress(from);
+            return Ok(());
         }
         let v = &self.vcpus[cpu];
         v.m.lock().unwrap().unhalted = true;

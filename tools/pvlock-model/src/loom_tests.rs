@@ -235,7 +235,8 @@ fn preempted_holder_early_wait_and_yield() {
 }
 
 #[test]
-fn refused_kick_falls_back_to_kick_cpu() {
+fn refused_kick_wakes_by_nmi_not_kick_cpu() {
+    // KVM_HC_KICK_CPU to the same APIC ID would reach nobody.
     let mut cfg = Config::new(algo::MODE_WAIT);
     cfg.fault = Fault::Refused;
     holder_and_waiter(cfg, false);

@@ -110,12 +110,13 @@ fn waits_happen_and_kicks_are_held() {
 }
 
 #[test]
-fn refused_kicks_fall_back_to_kick_cpu() {
+fn refused_kicks_wake_by_nmi() {
     let mut cfg = Config::new(algo::MODE_WAIT);
     cfg.fault = Fault::Refused;
     let l = hammer(cfg, 3, 5_000);
     assert!(counter(&l, "kick_failures") > 0);
     assert_eq!(counter(&l, "kicks_fallback"), counter(&l, "kick_failures"));
+    assert_eq!(counter(&l, "kicks_nmi"), counter(&l, "kick_failures"));
     assert_eq!(counter(&l, "mode_changes"), 0);
 }
 
