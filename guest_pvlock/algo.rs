@@ -55,14 +55,14 @@
 //! # Modes
 //!
 //! How a CPU waits and kicks is the lock's mode, which only ever moves
-//! towards [`MODE_SPIN`]: [`MODE_WAIT`] (`KVM_HC_PVLOCK_WAIT` and
-//! `KVM_HC_PVLOCK_KICK`), [`MODE_HLT`] (`HLT` and `KVM_HC_KICK_CPU`, whose
-//! kick is latched until the target's next halt), [`MODE_SPIN`] (no wait
+//! towards [`Mode::Spin`]: [`Mode::Wait`] (`KVM_HC_PVLOCK_WAIT` and
+//! `KVM_HC_PVLOCK_KICK`), [`Mode::Hlt`] (`HLT` and `KVM_HC_KICK_CPU`, whose
+//! kick is latched until the target's next halt), [`Mode::Spin`] (no wait
 //! at all). A kick is never dropped: if the host refuses the project kick
 //! for one target, `KVM_HC_KICK_CPU` (which ends a lock wait too) or an NMI
 //! wakes that target; if the host withdrew the hypercall, the lock moves to
 //! the next mode for good and the kick is made again in it. In
-//! [`MODE_SPIN`] the kick is an NMI, which ends any wait. A waiter reads
+//! [`Mode::Spin`] the kick is an NMI, which ends any wait. A waiter reads
 //! the mode before its re-check and the unlocker after its release, so the
 //! unlocker's mode is never older than the waiter's: an older waiter is
 //! woken by a newer kick (`KVM_HC_KICK_CPU` and the NMI end every kind of
@@ -80,35 +80,81 @@ use super::sync::{
 /// How often (in spin loops) a waiter looks at the vCPU it waits behind.
 pub(crate) const PREEMPT_CHECK_MASK: u32 = 0x3f;
 
-/// Early wait policy: spin until the threshold.
-pub(crate) const EARLY_NEVER: u32 = 0;
-/// Early wait policy: a queued waiter waits as soon as the waiter ahead of
-/// it waits (upstream's `pv_wait_early()`).
-pub(crate) const EARLY_PREV_HALTED: u32 = 1;
-/// Early wait policy: also wait when the vCPU waited for (the waiter
-/// ahead, or for a queue head the likely lock holder) is preempted.
-pub(crate) const EARLY_PREEMPTED: u32 = 2;
+/// When a waiter waits before the spin threshold (each policy does what
+/// the one before it does, and more: they are ordered).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub(crate) enum EarlyHalt {
+    /// Spin until the threshold.
+    Never = 0,
+    /// A queued waiter waits as soon as the waiter ahead of it waits
+    /// (upstream's `pv_wait_early()`).
+    PrevHalted = 1,
+    /// Also wait when the vCPU waited for (the waiter ahead, or for a
+    /// queue head the likely lock holder) is preempted.
+    Preempted = 2,
+}
 
-/// Waits are `KVM_HC_PVLOCK_WAIT`, kicks `KVM_HC_PVLOCK_KICK`.
-pub(crate) const MODE_WAIT: u32 = 0;
-/// Waits are `HLT`, kicks `KVM_HC_KICK_CPU`.
-pub(crate) const MODE_HLT: u32 = 1;
-/// No waits; a kick (for a waiter from before) is an NMI.
-pub(crate) const MODE_SPIN: u32 = 2;
-
-/// The name of a mode, for logs and debugfs.
-pub(crate) fn mode_name(mode: u32) -> &'static str {
-    match mode {
-        MODE_WAIT => "kvm_hc_pvlock_wait",
-        MODE_HLT => "hlt_kvm_hc_kick_cpu",
-        _ => "spin",
+impl EarlyHalt {
+    /// The policy numbered `v` (the module parameter), if there is one.
+    pub(crate) const fn from_u32(v: u32) -> Option<Self> {
+        match v {
+            0 => Some(Self::Never),
+            1 => Some(Self::PrevHalted),
+            2 => Some(Self::Preempted),
+            _ => None,
+        }
     }
 }
 
-// Node states.
-const RUNNING: u32 = 0;
-const HALTED: u32 = 1;
-const HASHED: u32 = 2;
+/// How the lock waits and kicks; it only moves forward, towards
+/// [`Mode::Spin`].
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub(crate) enum Mode {
+    /// Waits are `KVM_HC_PVLOCK_WAIT`, kicks `KVM_HC_PVLOCK_KICK`.
+    Wait = 0,
+    /// Waits are `HLT`, kicks `KVM_HC_KICK_CPU`.
+    Hlt = 1,
+    /// No waits; a kick (for a waiter from before) is an NMI.
+    Spin = 2,
+}
+
+impl Mode {
+    /// The mode numbered `v` (as [`PvLock`] stores it), if there is one.
+    pub(crate) const fn from_u32(v: u32) -> Option<Self> {
+        match v {
+            0 => Some(Self::Wait),
+            1 => Some(Self::Hlt),
+            2 => Some(Self::Spin),
+            _ => None,
+        }
+    }
+
+    /// The name of the mode, for logs and debugfs.
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            Self::Wait => "kvm_hc_pvlock_wait",
+            Self::Hlt => "hlt_kvm_hc_kick_cpu",
+            Self::Spin => "spin",
+        }
+    }
+}
+
+/// A queue node's state, stored as its number in [`Node::state`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum NodeState {
+    /// Spinning, or not queued.
+    Running = 0,
+    /// A queued waiter that waits or is about to.
+    Halted = 1,
+    /// A head that waits or is about to, or a waiting waiter whose
+    /// predecessor hashed it for the unlocker to kick.
+    Hashed = 2,
+}
+
+// The node states as stored (the atomics' values).
+const RUNNING: u32 = NodeState::Running as u32;
+const HALTED: u32 = NodeState::Halted as u32;
+const HASHED: u32 = NodeState::Hashed as u32;
 
 /// The lock word operations the algorithm needs (`struct qspinlock`).
 pub(crate) trait LockWord {
@@ -217,9 +263,8 @@ pub(crate) trait Platform {
     fn now(&self) -> u64;
     /// Spin loops before waiting while the awaited vCPU runs.
     fn spin_threshold(&self) -> u32;
-    /// When to wait before the spin threshold: [`EARLY_NEVER`],
-    /// [`EARLY_PREV_HALTED`] or [`EARLY_PREEMPTED`].
-    fn early_halt(&self) -> u32;
+    /// When to wait before the spin threshold.
+    fn early_halt(&self) -> EarlyHalt;
     /// Whether a spinning queue head gives its time slice to the likely
     /// lock holder when the host has preempted it.
     fn yield_enabled(&self) -> bool;
@@ -240,6 +285,11 @@ pub(crate) trait Platform {
     fn stat_inc(&self, a: &AtomicU32) {
         a.fetch_add(1, Ordering::Relaxed);
     }
+    /// This CPU begins (`true`) or ends (`false`) waiting for a lock, in
+    /// a slowpath that may nest in another: the host does not let a vCPU
+    /// that only waits for a lock run on (`KVM_HC_PVLOCK_HINT`).
+    #[inline(always)]
+    fn waiting(&self, _begins: bool) {}
     /// A trace point for the model checker; nothing in the kernel (`v` is
     /// not even evaluated).
     #[inline(always)]
@@ -251,123 +301,24 @@ pub(crate) trait Platform {
     }
 }
 
-/// Counters, per CPU; names in `abi::GUEST_COUNTERS`, documented in
-/// `Documentation/pvlock/guest.rst`.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[repr(usize)]
-pub(crate) enum Counter {
-    /// Acquisitions through the queue (slowpath).
-    TakenSlow,
-    /// ... of which the head found the lock free while about to wait.
-    TakenSlowPickup,
-    /// Acquisitions by stealing a free lock ahead of the queue.
-    TakenSteal,
-    /// Acquisitions of a pending waiter (never queued).
-    TakenPending,
-    /// Slowpaths beyond four nesting levels (trylock loop).
-    TakenNested,
-    /// Unlocks that took the slow path (a waiting waiter was hashed); each
-    /// kicks once.
-    ReleasedSlow,
-    /// Waits of a queue head.
-    HaltsHead,
-    /// Waits of a queued waiter behind the head.
-    HaltsNode,
-    /// Waits decided early: the awaited vCPU was preempted or waiting.
-    HaltsEarly,
-    /// Wake-ups that found the wait not over.
-    SpuriousWakeups,
-    /// Kick hypercalls made.
-    Kicks,
-    /// Project kicks the host held for a wait not started yet.
-    KicksHeld,
-    /// Kicks the host refused or no longer offers.
-    KickFailures,
-    /// Targets woken with `KVM_HC_KICK_CPU` after the host refused the
-    /// project kick for them.
-    KicksFallback,
-    /// Targets woken with an NMI because no kick works.
-    KicksNmi,
-    /// Nanoseconds spent waiting.
-    TimeBlocked,
-    /// Unlocks that found a locked byte they did not expect.
-    BadUnlocks,
-    /// Directed yields of a queue head to the preempted likely holder.
-    Yields,
-    /// Moves to a mode that waits and kicks differently (or not at all).
-    ModeChanges,
-    /// Waits that the host's bound ended (no kick came in that time).
-    WaitsBound,
-    /// ... of which the waiter found the lock released to it (a queue
-    /// head's lock unlocked, a waiter made head and hashed for the unlock
-    /// that has happened): its kick was lost, or came later than the bound.
-    WakeupsMissed,
-}
+/// Counters, per CPU: the list is [`abi::GuestCounter`], defined once with
+/// its debugfs names.
+pub(crate) use super::abi::GuestCounter as Counter;
 
 /// Number of [`Counter`]s.
-pub(crate) const NR_COUNTERS: usize = Counter::WakeupsMissed as usize + 1;
+pub(crate) const NR_COUNTERS: usize = abi::GUEST_COUNTERS.len();
 
-/// Every counter, in `abi::GUEST_COUNTERS` order.
-pub(crate) const COUNTERS: [Counter; NR_COUNTERS] = [
-    Counter::TakenSlow,
-    Counter::TakenSlowPickup,
-    Counter::TakenSteal,
-    Counter::TakenPending,
-    Counter::TakenNested,
-    Counter::ReleasedSlow,
-    Counter::HaltsHead,
-    Counter::HaltsNode,
-    Counter::HaltsEarly,
-    Counter::SpuriousWakeups,
-    Counter::Kicks,
-    Counter::KicksHeld,
-    Counter::KickFailures,
-    Counter::KicksFallback,
-    Counter::KicksNmi,
-    Counter::TimeBlocked,
-    Counter::BadUnlocks,
-    Counter::Yields,
-    Counter::ModeChanges,
-    Counter::WaitsBound,
-    Counter::WakeupsMissed,
-];
+/// Every counter, in order.
+pub(crate) const COUNTERS: [Counter; NR_COUNTERS] = abi::GUEST_COUNTER_LIST;
 
-const _: () = assert!(COUNTERS.len() == abi::GUEST_COUNTERS.len());
-
-impl Counter {
-    /// The debugfs name.
-    pub(crate) fn name(self) -> &'static core::ffi::CStr {
-        abi::GUEST_COUNTERS[self as usize]
-    }
-}
-
-/// The histograms, per CPU.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[repr(usize)]
-pub(crate) enum Histogram {
-    /// Time from entering the slowpath to owning the lock.
-    Wait,
-    /// Time spent spinning before owning the lock or waiting.
-    Spin,
-    /// Time of each wait.
-    Blocked,
-}
+/// The histograms, per CPU: [`abi::GuestHistogram`], with their names.
+pub(crate) use super::abi::GuestHistogram as Histogram;
 
 /// Number of [`Histogram`]s.
-pub(crate) const NR_HISTOGRAMS: usize = 3;
+pub(crate) const NR_HISTOGRAMS: usize = abi::GUEST_HISTOGRAMS.len();
 
-/// Every histogram, in `abi::GUEST_HISTOGRAMS` order.
-pub(crate) const HISTOGRAMS: [Histogram; NR_HISTOGRAMS] =
-    [Histogram::Wait, Histogram::Spin, Histogram::Blocked];
-
-const _: () = assert!(HISTOGRAMS.len() == abi::GUEST_HISTOGRAMS.len());
-
-impl Histogram {
-    /// The debugfs name.
-    pub(crate) fn name(self) -> &'static core::ffi::CStr {
-        abi::GUEST_HISTOGRAMS[self as usize]
-    }
-}
+/// Every histogram, in order.
+pub(crate) const HISTOGRAMS: [Histogram; NR_HISTOGRAMS] = abi::GUEST_HISTOGRAM_LIST;
 
 /// An MCS queue node with its paravirtual state.
 #[repr(align(64))]
@@ -457,7 +408,7 @@ pub(crate) struct PvLock {
     /// it wrong at times) for whom a queue head waits.
     owners: Table<AtomicU32>,
     hash_mask: usize,
-    /// `MODE_*`; only grows.
+    /// A [`Mode`]'s number; only grows.
     mode: AtomicU32,
     /// Stands in for an index out of range, which the invariants exclude:
     /// the lookups below need no panic path.
@@ -499,7 +450,7 @@ impl PvLock {
     /// the first tokens are `first_token` (the clock: each wait takes more
     /// than a nanosecond, so a lock made later starts above every token of
     /// an earlier one).
-    pub(crate) fn new(ncpu: usize, mode: u32, first_token: u64) -> Option<Self> {
+    pub(crate) fn new(ncpu: usize, mode: Mode, first_token: u64) -> Option<Self> {
         // No token is 0: the host refuses a kick with it.
         let first_token = first_token.max(1);
         let ncpu = ncpu.max(1).checked_next_power_of_two()?;
@@ -512,7 +463,7 @@ impl PvLock {
             hash: table(nhash, HashEntry::new)?,
             owners: table(nhash, || AtomicU32::new(0))?,
             hash_mask: nhash - 1,
-            mode: AtomicU32::new(mode),
+            mode: AtomicU32::new(mode as u32),
             spare: CpuState::new(first_token),
             spare_entry: HashEntry::new(),
             spare_owner: AtomicU32::new(0),
@@ -546,29 +497,34 @@ impl PvLock {
     }
 
     /// The lock's mode now.
-    pub(crate) fn mode(&self) -> u32 {
-        self.mode.load(Ordering::Acquire)
+    pub(crate) fn mode(&self) -> Mode {
+        // Only `new()` and `degrade()` store it, always a `Mode`'s number;
+        // were it anything else, not waiting at all is the safe reading.
+        Mode::from_u32(self.mode.load(Ordering::Acquire)).unwrap_or(Mode::Spin)
     }
 
     /// Moves from `from` to the next mode that works without it: waits
     /// with `HLT` if `KVM_HC_KICK_CPU` is offered, else no waits. Returns
     /// the mode now, which is past `from`.
-    fn degrade<P: Platform>(&self, p: &P, here: Here, from: u32) -> u32 {
-        let to = if from == MODE_WAIT && p.have_kick_cpu() {
-            MODE_HLT
+    fn degrade<P: Platform>(&self, p: &P, here: Here, from: Mode) -> Mode {
+        let to = if from == Mode::Wait && p.have_kick_cpu() {
+            Mode::Hlt
         } else {
-            MODE_SPIN
+            Mode::Spin
         };
-        match self
-            .mode
-            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
-        {
+        match self.mode.compare_exchange(
+            from as u32,
+            to as u32,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
             Ok(_) => {
                 self.count(p, here, Counter::ModeChanges, 1);
-                p.note("mode ->", || to.into());
+                p.note("mode ->", || to as u64);
                 to
             }
-            Err(now) => now,
+            // Another CPU moved it on: what it stored is a mode's number.
+            Err(now) => Mode::from_u32(now).unwrap_or(Mode::Spin),
         }
     }
 
@@ -739,11 +695,11 @@ impl PvLock {
         &self,
         p: &P,
         here: Here,
-        mode: u32,
+        mode: Mode,
         token: u64,
         cond: impl FnOnce() -> bool,
     ) -> bool {
-        let how = if mode == MODE_WAIT {
+        let how = if mode == Mode::Wait {
             Wait::Hypercall
         } else {
             Wait::Hlt
@@ -778,7 +734,7 @@ impl PvLock {
         // Each turn either returns or moves `mode` on: at most three.
         loop {
             match mode {
-                MODE_WAIT => {
+                Mode::Wait => {
                     self.count(p, here, Counter::Kicks, 1);
                     match p.kick(target, token) {
                         Ok(Kick::Woken) => return,
@@ -793,7 +749,7 @@ impl PvLock {
                                 return;
                             }
                             if e == KickError::Gone {
-                                mode = self.degrade(p, here, MODE_WAIT);
+                                mode = self.degrade(p, here, Mode::Wait);
                                 continue;
                             }
                             // Refused for this target only (host_kvm
@@ -809,7 +765,7 @@ impl PvLock {
                         }
                     }
                 }
-                MODE_HLT => {
+                Mode::Hlt => {
                     self.count(p, here, Counter::Kicks, 1);
                     if p.kick_cpu(target).is_ok() {
                         return;
@@ -818,9 +774,9 @@ impl PvLock {
                     if p.mutant(Mutant::NoFallback) {
                         return;
                     }
-                    mode = self.degrade(p, here, MODE_HLT);
+                    mode = self.degrade(p, here, Mode::Hlt);
                 }
-                _ => {
+                Mode::Spin => {
                     p.wake_nmi(target);
                     self.count(p, here, Counter::KicksNmi, 1);
                     return;
@@ -885,7 +841,7 @@ impl PvLock {
                     self.set_owner(lock.addr(), cpu);
                     return true;
                 }
-            } else if policy >= EARLY_PREEMPTED
+            } else if policy >= EarlyHalt::Preempted
                 && loops & PREEMPT_CHECK_MASK == PREEMPT_CHECK_MASK
                 && self.preempted_holder(p, lock, None, cpu).is_some()
             {
@@ -902,6 +858,13 @@ impl PvLock {
 
     /// `queued_spin_lock_slowpath()`: returns once the caller owns `lock`.
     pub(crate) fn lock_slowpath<L: LockWord, P: Platform>(&self, p: &P, lock: &L) {
+        p.waiting(true);
+        self.acquire(p, lock);
+        p.waiting(false);
+    }
+
+    /// The slowpath proper: returns owning `lock`.
+    fn acquire<L: LockWord, P: Platform>(&self, p: &P, lock: &L) {
         let here = Here::of(p);
         let cpu = here.cpu();
         // Take a free lock ahead of the queue when no head spins for it.
@@ -1001,10 +964,10 @@ impl PvLock {
                     self.record(p, here, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
                     return;
                 }
-                if policy >= EARLY_PREV_HALTED
+                if policy >= EarlyHalt::PrevHalted
                     && loops & PREEMPT_CHECK_MASK == PREEMPT_CHECK_MASK
                     && (spin_load(&prev.state) != RUNNING
-                        || (policy >= EARLY_PREEMPTED && p.preempted(pcpu)))
+                        || (policy >= EarlyHalt::Preempted && p.preempted(pcpu)))
                 {
                     early = true;
                     break;
@@ -1014,9 +977,9 @@ impl PvLock {
             }
             self.record(p, here, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
 
-            // The mode before the re-check; no waits in MODE_SPIN.
+            // The mode before the re-check; no waits in Mode::Spin.
             let mode = self.mode();
-            if mode == MODE_SPIN {
+            if mode == Mode::Spin {
                 continue;
             }
             // Token, then the announcement, then one more look (the
@@ -1111,7 +1074,7 @@ impl PvLock {
                     return lock.val() | u32::from(Q_LOCKED_VAL);
                 }
                 if loops & PREEMPT_CHECK_MASK == PREEMPT_CHECK_MASK
-                    && (policy >= EARLY_PREEMPTED || p.yield_enabled())
+                    && (policy >= EarlyHalt::Preempted || p.yield_enabled())
                 {
                     // Who holds the lock? The last slowpath owner, else the
                     // predecessor, which took it before handing over.
@@ -1123,7 +1086,7 @@ impl PvLock {
                             p.yield_to(h);
                             self.count(p, here, Counter::Yields, 1);
                             yielded = true;
-                        } else if policy >= EARLY_PREEMPTED {
+                        } else if policy >= EarlyHalt::Preempted {
                             early = true;
                             break;
                         }
@@ -1140,9 +1103,9 @@ impl PvLock {
             lock.set_pending(0);
             self.record(p, here, Histogram::Spin, self.clock(p).wrapping_sub(t_spin));
 
-            // The mode before the re-check; no waits in MODE_SPIN.
+            // The mode before the re-check; no waits in Mode::Spin.
             let mode = self.mode();
-            if mode == MODE_SPIN {
+            if mode == Mode::Spin {
                 continue;
             }
             if !hashed {

@@ -101,9 +101,11 @@ struct Info {
     reason: &'static str,
     previous: Kind,
     /// The mode chosen at load time, if installed.
-    mode: Option<u32>,
+    mode: Option<algo::Mode>,
     /// The host publishes advice (ABI 3): the lock follows it.
     advice: bool,
+    /// The critical-section hint is registered.
+    hint: bool,
 }
 
 impl Writer for Info {
@@ -115,8 +117,8 @@ impl Writer for Info {
         writeln!(f, "previous: {}", self.previous.name())?;
         match (self.mode, installed()) {
             (Some(m), Some(l)) => {
-                writeln!(f, "mode: {}", algo::mode_name(l.mode()))?;
-                writeln!(f, "mode_at_load: {}", algo::mode_name(m))?;
+                writeln!(f, "mode: {}", l.mode().name())?;
+                writeln!(f, "mode_at_load: {}", m.name())?;
             }
             _ => {
                 writeln!(f, "mode: none")?;
@@ -149,6 +151,11 @@ impl Writer for Info {
             None => writeln!(f, "advice: none")?,
         }
         writeln!(f, "steal_permille: {}", a.steal)?;
+        writeln!(
+            f,
+            "hint: {}",
+            if self.hint { params::HINT.get() } else { 0 }
+        )?;
         writeln!(f, "spin_threshold: {}", params::effective_spin_threshold())?;
         writeln!(
             f,
@@ -232,25 +239,35 @@ fn zero_stats(_: &Files, reader: &mut UserSliceReader) -> Result {
     Ok(())
 }
 
-/// Decides whether to install, and how the lock waits and kicks (an
-/// `algo::MODE_*`), or why not; sets `advice` if the host publishes advice
-/// (`KVM_PVLOCK_PARAM_ADVICE`, ABI 3).
-fn decide(advice: &mut bool) -> Result<core::result::Result<u32, &'static str>> {
+/// What to do at load time.
+enum Decision {
+    /// Install the lock, waiting and kicking in this mode.
+    Install(algo::Mode),
+    /// Keep the lock ops in place, for this reason.
+    Keep(&'static str),
+}
+
+/// Decides whether to install, and how the lock waits and kicks, or why
+/// not; an error refuses the load. Sets `advice` if the host publishes
+/// advice (`KVM_PVLOCK_PARAM_ADVICE`, ABI 3).
+fn decide(advice: &mut bool) -> Result<Decision> {
     if !params::ENABLE.get() {
-        return Ok(Err("guest_pvlock.enable=0"));
+        return Ok(Decision::Keep("guest_pvlock.enable=0"));
     }
     if lockops::nopvspin() {
-        return Ok(Err("nopvspin on the kernel command line"));
+        return Ok(Decision::Keep("nopvspin on the kernel command line"));
     }
     if !guest::kvm_para_available() {
         pr_err!("not installing: not running on KVM\n");
         return Err(ENODEV);
     }
     if guest::kvm_hints() & (1 << abi::KVM_HINTS_REALTIME) != 0 {
-        return Ok(Err("KVM_HINTS_REALTIME: vCPUs have dedicated pCPUs"));
+        return Ok(Decision::Keep(
+            "KVM_HINTS_REALTIME: vCPUs have dedicated pCPUs",
+        ));
     }
     if kernel::cpu::nr_cpu_ids() < 2 {
-        return Ok(Err("single CPU"));
+        return Ok(Decision::Keep("single CPU"));
     }
     let unhalt = guest::kvm_has_feature(abi::KVM_FEATURE_PV_UNHALT);
     let mut pvlock = guest::kvm_has_feature(abi::KVM_FEATURE_PVLOCK_KICK);
@@ -274,8 +291,8 @@ fn decide(advice: &mut bool) -> Result<core::result::Result<u32, &'static str>> 
         }
     }
     match (params::KICK.get(), pvlock, unhalt) {
-        (0 | 2, true, _) => Ok(Ok(algo::MODE_WAIT)),
-        (0 | 1, _, true) => Ok(Ok(algo::MODE_HLT)),
+        (0 | 2, true, _) => Ok(Decision::Install(algo::Mode::Wait)),
+        (0 | 1, _, true) => Ok(Decision::Install(algo::Mode::Hlt)),
         _ => {
             pr_err!(
                 "not installing: the host offers no working kick (KVM_FEATURE_PV_UNHALT={}, KVM_FEATURE_PVLOCK_KICK={}, kick={})\n",
@@ -291,6 +308,8 @@ fn decide(advice: &mut bool) -> Result<core::result::Result<u32, &'static str>> 
 struct GuestPvlock {
     /// Removed before the lock is uninstalled: its files read the lock.
     debugfs: Option<Pin<KBox<Scope<Files>>>>,
+    /// The critical-section hint, unregistered before the lock goes.
+    hint: Option<guest::Hint>,
     /// The installed lock, and the periodic work that parks and unparks it
     /// as the host's load changes (started only if the host advises).
     control: Option<Pin<KBox<Periodic<adaptive::Control>>>>,
@@ -298,7 +317,11 @@ struct GuestPvlock {
 
 /// Installs the lock in `mode`, its wait tokens starting at least at
 /// `token_base`.
-fn install(module: &'static ThisModule, mode: u32, token_base: u64) -> Result<Installed<Pvlock>> {
+fn install(
+    module: &'static ThisModule,
+    mode: algo::Mode,
+    token_base: u64,
+) -> Result<Installed<Pvlock>> {
     // Above every token of an earlier load in this kernel (the clock), and
     // of an earlier kernel of this VM, whose held kicks a kexec keeps
     // (the host's token base).
@@ -323,7 +346,7 @@ fn install(module: &'static ThisModule, mode: u32, token_base: u64) -> Result<In
         "installed in {} ms (was {}): mode {}, spin threshold {}; {} waiters moved from the bridge\n",
         guest::local_clock().wrapping_sub(t0) / 1_000_000,
         installed.previous().name(),
-        algo::mode_name(mode),
+        mode.name(),
         params::effective_spin_threshold(),
         installed.bridge_moved()
     );
@@ -368,12 +391,12 @@ impl kernel::Module for GuestPvlock {
             0
         };
         let (installed, reason, mode) = match decision {
-            Ok(mode) => (
+            Decision::Install(mode) => (
                 Some(install(module, mode, token_base)?),
                 "installed",
                 Some(mode),
             ),
-            Err(reason) => {
+            Decision::Keep(reason) => {
                 pr_info!(
                     "not installed: {}; lock ops stay {}\n",
                     reason,
@@ -391,12 +414,37 @@ impl kernel::Module for GuestPvlock {
             )?),
             None => None,
         };
+        // The hint needs the host's ABI 3; a refusal leaves the lock as it
+        // is, without the host's help.
+        let hint_flags = match params::HINT.get() {
+            2 => abi::KVM_PVLOCK_HINT_OBSERVE,
+            _ => 0,
+        };
+        let hint = if advice && mode.is_some() && params::HINT.get() != 0 {
+            match guest::Hint::start(hint_flags, params::INJECT_HINT_LIE.get()) {
+                Ok(h) if h.refused() == 0 => Some(h),
+                Ok(h) => {
+                    pr_warn!(
+                        "the host refused the critical-section hint on {} CPUs; not using it\n",
+                        h.refused()
+                    );
+                    None
+                }
+                Err(e) => {
+                    pr_warn!("cannot register the critical-section hint ({:?})\n", e);
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let files = Files {
             info: Info {
                 reason,
                 previous: before,
                 mode,
                 advice,
+                hint: hint.is_some(),
             },
             counters: algo::COUNTERS.map(CounterFile),
             adaptive: core::array::from_fn(AdaptiveFile),
@@ -426,6 +474,7 @@ impl kernel::Module for GuestPvlock {
         }
         Ok(GuestPvlock {
             debugfs: Some(debugfs),
+            hint,
             control,
         })
     }
@@ -435,6 +484,7 @@ impl Drop for GuestPvlock {
     fn drop(&mut self) {
         // No reader of the lock's statistics is left after this.
         drop(self.debugfs.take());
+        drop(self.hint.take());
         let Some(control) = self.control.take() else {
             return;
         };
@@ -454,7 +504,7 @@ impl Drop for GuestPvlock {
                 "uninstalled in {} ms, lock ops: {} (mode {}, slow acquisitions {}, kicks {}); {} waiters moved from the bridge\n",
                 guest::local_clock().wrapping_sub(t0) / 1_000_000,
                 Kind::current().name(),
-                algo::mode_name(mode),
+                mode.name(),
                 taken,
                 kicks,
                 moved

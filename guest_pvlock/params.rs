@@ -20,10 +20,17 @@ kernel::pvlock_module_param!(spin_threshold: U32Param = SPIN_THRESHOLD, 0o644,
     "Spin loops before a waiter waits while the vCPU it waits for runs; 0: the host's recommendation, else 32768");
 
 pub(crate) static EARLY_HALT: U32Param = U32Param::new(
-    algo::EARLY_PREEMPTED,
-    algo::EARLY_NEVER,
-    algo::EARLY_PREEMPTED,
+    algo::EarlyHalt::Preempted as u32,
+    algo::EarlyHalt::Never as u32,
+    algo::EarlyHalt::Preempted as u32,
 );
+
+/// The early wait policy in effect.
+#[inline]
+pub(crate) fn early_halt() -> algo::EarlyHalt {
+    // The parameter's range is the policies'.
+    algo::EarlyHalt::from_u32(EARLY_HALT.get()).unwrap_or(algo::EarlyHalt::Preempted)
+}
 kernel::pvlock_module_param!(early_halt: U32Param = EARLY_HALT, 0o644,
     "Wait before the spin threshold: 0 never, 1 when the waiter ahead waits, 2 also when the awaited vCPU is preempted (default)");
 
@@ -51,9 +58,14 @@ pub(crate) static ADAPTIVE_HOLD_MS: U32Param = U32Param::new(300, 0, 600_000);
 kernel::pvlock_module_param!(adaptive_hold_ms: U32Param = ADAPTIVE_HOLD_MS, 0o644,
     "Milliseconds the advice and the steal time must say dedicated before the native lock runs (default 300); back to pvlock at once");
 
-pub(crate) static ADAPTIVE_MAX_STEAL: U32Param = U32Param::new(100, 0, 1000);
+pub(crate) static ADAPTIVE_MAX_STEAL: U32Param = U32Param::new(250, 0, 1000);
 kernel::pvlock_module_param!(adaptive_max_steal: U32Param = ADAPTIVE_MAX_STEAL, 0o644,
-    "Thousandths of a period that the host may keep a vCPU from running, in two periods in a row, while the native lock runs (default 100; 1000: no guard)");
+    "Thousandths of a period that the host may keep a vCPU from running, in two periods in a row, while the native lock runs (default 250; 1000: no guard)");
+
+/// `hint=1`: the critical-section hint; `2`: the host only counts.
+pub(crate) static HINT: U32Param = U32Param::new(1, 0, 2);
+kernel::pvlock_module_param!(hint: U32Param = HINT, 0o444,
+    "Tell the host where each CPU's preemption count is, so that it may let a lock holder run on a little instead of preempting it: 0 no, 1 yes (default), 2 let it count the holders it preempts but defer none");
 
 /// `kick=0`: the project's lock wait and kick when the host offers them,
 /// else `HLT` and `KVM_HC_KICK_CPU`; `1`: always the latter; `2`: only the
@@ -71,6 +83,10 @@ kernel::pvlock_module_param!(inject_drop_kick: U32Param = INJECT_DROP_KICK, 0o64
 pub(crate) static INJECT_FAIL_KICK: U32Param = U32Param::new(0, 0, u32::MAX);
 kernel::pvlock_module_param!(inject_fail_kick: U32Param = INJECT_FAIL_KICK, 0o644,
     "Test only: kick the target of every Nth project kick by an APIC ID no vCPU has, so that the host refuses it (0: off)");
+
+pub(crate) static INJECT_HINT_LIE: BoolParam = BoolParam::new(false);
+kernel::pvlock_module_param!(inject_hint_lie: BoolParam = INJECT_HINT_LIE, 0o444,
+    "Test only: tell the host that every CPU is in a critical section all the time (a hostile guest)");
 
 pub(crate) static INJECT_WAIT_DELAY_US: U32Param = U32Param::new(0, 0, 100_000);
 kernel::pvlock_module_param!(inject_wait_delay_us: U32Param = INJECT_WAIT_DELAY_US, 0o644,

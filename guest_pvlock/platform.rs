@@ -4,7 +4,7 @@
 //! KVM guest as the [`Platform`].
 
 use crate::abi::{self, Kick};
-use crate::algo::{KickError, LockWord, Platform, Wait, Waited};
+use crate::algo::{EarlyHalt, KickError, LockWord, Platform, Wait, Waited};
 use crate::params;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::pvlock::{guest, lockops::QSpinLock};
@@ -223,8 +223,8 @@ impl Platform for Guest {
     }
 
     #[inline]
-    fn early_halt(&self) -> u32 {
-        params::EARLY_HALT.get()
+    fn early_halt(&self) -> EarlyHalt {
+        params::early_halt()
     }
 
     #[inline]
@@ -244,6 +244,11 @@ impl Platform for Guest {
     #[inline]
     fn stats_enabled(&self) -> bool {
         params::STATS.get()
+    }
+
+    #[inline(always)]
+    fn waiting(&self, begins: bool) {
+        guest::hint_waiting(begins);
     }
 
     #[inline(always)]

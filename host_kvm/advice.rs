@@ -10,17 +10,22 @@
 //! may use, alongside the other VMs' vCPUs that ask for those CPUs
 //! (`vcpus + others <= cpus`, in thousandths of a CPU; each of its own
 //! vCPUs counts as a whole CPU however idle, since it may want one at any
-//! moment), and its vCPUs do not wait for a CPU more than
-//! [`Policy::max_wait`] of the time they want one (load that is not a
-//! vCPU, which KVM does not count, shows there).
+//! moment), and none of its vCPUs spends more than
+//! [`Policy::max_preempted`] of the time preempted while it runs (load
+//! that is not a vCPU, which KVM does not count as demand, shows there).
+//! Preempted, not waiting: a vCPU woken from a halt may wait for a CPU,
+//! but it held no lock while it halted; one preempted while it ran may
+//! hold one, and that is what costs a guest whose lock is native.
 //!
-//! The wait share counts only when two samples in a row exceed the limit
-//! (the smaller of the last two is compared): a burst of the host's own
-//! work in one sample does not count, steady competition does from its
+//! The preempted share counts only when two samples in a row exceed the
+//! limit (the smaller of the last two is compared): a burst of the host's
+//! own work in one sample does not count, steady competition does from its
 //! second sample (100 ms later by default), and competition from vCPUs
-//! counts at once. Measured here at 1x, a guest alone on its CPUs waits
-//! 0-130 thousandths with bursts to 330 (L1's own threads), two CPU hogs
-//! make it 500 and more. The advice says *dedicated*
+//! counts at once. Measured here, two CPU hogs beside a 2-vCPU guest make
+//! it 500 and more; the first measurement of the wait share (all waits
+//! for a CPU, wake-ups' too) at 1x gave 0-130 thousandths with bursts to
+//! 330 under locktorture, and more under hackbench and stress-ng, whose
+//! vCPUs halt and are woken all the time, which made the advice flap. The advice says *dedicated*
 //! once the VM has been calm for [`Policy::hold_ns`] without a break, and
 //! stops at the first sample that is not calm: a guest on the native lock
 //! while its vCPUs compete loses far more than one on the paravirtual
@@ -48,9 +53,9 @@ pub(crate) struct Sample {
     /// What the other VMs' vCPU threads that may run on those CPUs asked
     /// of them.
     pub(crate) others: u32,
-    /// The largest share of a vCPU's demand that it spent waiting for a
-    /// CPU.
-    pub(crate) wait: u32,
+    /// The largest share of the window (thousandths) that a vCPU spent
+    /// preempted while it ran.
+    pub(crate) preempted: u32,
 }
 
 /// The knobs (host_kvm's parameters).
@@ -58,9 +63,9 @@ pub(crate) struct Sample {
 pub(crate) struct Policy {
     /// How long a VM must be calm before the advice says dedicated.
     pub(crate) hold_ns: u64,
-    /// The largest wait share (thousandths) of a calm VM, in two samples
-    /// in a row.
-    pub(crate) max_wait: u32,
+    /// The largest preempted share (thousandths) of a calm VM, in two
+    /// samples in a row.
+    pub(crate) max_preempted: u32,
 }
 
 /// What [`advise`] keeps of a VM between samples, in one word (KVM keeps
@@ -69,24 +74,25 @@ pub(crate) struct Policy {
 pub(crate) struct Calm {
     /// How long the VM has been calm without a break, in microseconds.
     pub(crate) us: u64,
-    /// The VM's wait share in the sample before (thousandths).
-    pub(crate) wait: u32,
+    /// The VM's preempted share in the sample before (thousandths).
+    pub(crate) preempted: u32,
 }
 
 impl Calm {
     const US_MASK: u64 = (1 << 48) - 1;
 
-    /// From KVM's word: microseconds in bits 0-47, the wait in 48-63.
+    /// From KVM's word: microseconds in bits 0-47, the preempted share in
+    /// 48-63.
     pub(crate) fn unpack(v: u64) -> Calm {
         Calm {
             us: v & Self::US_MASK,
-            wait: ((v >> 48) as u32).min(1000),
+            preempted: ((v >> 48) as u32).min(1000),
         }
     }
 
     /// To KVM's word.
     pub(crate) fn pack(self) -> u64 {
-        self.us.min(Self::US_MASK) | (u64::from(self.wait.min(1000)) << 48)
+        self.us.min(Self::US_MASK) | (u64::from(self.preempted.min(1000)) << 48)
     }
 }
 
@@ -103,9 +109,9 @@ pub(crate) fn advise(
 ) -> Advice {
     let cpus = u64::from(sample.cpus) * 1000;
     let demand = u64::from(sample.vcpus) * 1000 + u64::from(sample.others);
-    let wait = sample.wait.min(1000);
-    let is_calm = demand <= cpus && wait.min(calm.wait) <= policy.max_wait;
-    calm.wait = wait;
+    let preempted = sample.preempted.min(1000);
+    let is_calm = demand <= cpus && preempted.min(calm.preempted) <= policy.max_preempted;
+    calm.preempted = preempted;
     calm.us = if is_calm {
         calm.us.saturating_add(sample.window_ns / 1000)
     } else {
@@ -133,17 +139,17 @@ mod tests {
 
     const POLICY: Policy = Policy {
         hold_ns: 1_000_000_000,
-        max_wait: 100,
+        max_preempted: 100,
     };
     const MS100: u64 = 100_000_000;
 
-    fn sample(vcpus: u32, cpus: u32, others: u32, wait: u32) -> Sample {
+    fn sample(vcpus: u32, cpus: u32, others: u32, preempted: u32) -> Sample {
         Sample {
             window_ns: MS100,
             vcpus,
             cpus,
             others,
-            wait,
+            preempted,
         }
     }
 
@@ -186,7 +192,7 @@ mod tests {
     }
 
     #[test]
-    fn one_burst_of_wait_does_not_count_steady_wait_does() {
+    fn one_burst_of_preemption_does_not_count_steady_does() {
         let mut s = vec![sample(2, 2, 0, 0); 10];
         s.extend([
             sample(2, 2, 0, 330),
@@ -284,9 +290,9 @@ mod tests {
     fn state_round_trips_in_one_word() {
         let c = Calm {
             us: 123_456_789,
-            wait: 999,
+            preempted: 999,
         };
         assert_eq!(Calm::unpack(c.pack()), c);
-        assert_eq!(Calm::unpack(u64::MAX).wait, 1000);
+        assert_eq!(Calm::unpack(u64::MAX).preempted, 1000);
     }
 }

@@ -65,73 +65,23 @@ static ADVICE_HOLD_MS: U32Param = U32Param::new(1000, 0, 600_000);
 kernel::pvlock_module_param!(advice_hold_ms: U32Param = ADVICE_HOLD_MS, 0o644,
     "Milliseconds a VM's vCPUs must not compete for their CPUs before the advice says they have them to themselves (default 1000; 0: at the first calm sample)");
 
-static ADVICE_MAX_WAIT: U32Param = U32Param::new(100, 0, 1000);
-kernel::pvlock_module_param!(advice_max_wait: U32Param = ADVICE_MAX_WAIT, 0o644,
-    "Thousandths of its demand a vCPU may wait for a CPU in two samples in a row and its VM still count as not competing (default 100)");
+static ADVICE_MAX_PREEMPTED: U32Param = U32Param::new(100, 0, 1000);
+kernel::pvlock_module_param!(advice_max_preempted: U32Param = ADVICE_MAX_PREEMPTED, 0o644,
+    "Thousandths of a sample a vCPU may spend preempted while it runs, in two samples in a row, and its VM still count as not competing (default 100)");
+
+static GRANT_US: U32Param = U32Param::new(50, 0, 1000);
+kernel::pvlock_module_param!(grant_us: U32Param = GRANT_US, 0o644,
+    "Microseconds a vCPU whose guest holds a lock may run on when it would be preempted, once per tick (0: never; default 50)");
 
 static INJECT_IGNORE_KICKS: BoolParam = BoolParam::new(false);
 kernel::pvlock_module_param!(inject_ignore_kicks: BoolParam = INJECT_IGNORE_KICKS, 0o644,
     "Test only: answer kicks without delivering them, a broken host (default N)");
 
-/// Host counters, in `abi::HOST_COUNTERS` order; see
-/// `Documentation/virt/kvm/pvlock.rst`.
-#[derive(Clone, Copy)]
-#[repr(usize)]
-enum Counter {
-    Kicks,
-    KicksWoken,
-    KicksHeld,
-    KicksBadTarget,
-    KicksSelf,
-    KicksBadArgs,
-    Waits,
-    WaitsAtOnce,
-    WaitsKicked,
-    WaitsOther,
-    WaitsBadArgs,
-    Disabled,
-    Yields,
-    YieldsDone,
-    GetParam,
-    GetParamBad,
-    EnableCap,
-    EnableCapBad,
-    KicksIgnored,
-    WaitsBound,
-    AdviceSamples,
-    AdviceDedicated,
-    AdviceShared,
-}
+/// Host counters: the list is [`abi::HostCounter`], defined once with its
+/// debugfs names (`Documentation/virt/kvm/pvlock.rst`).
+use kernel::pvlock::abi::HostCounter as Counter;
 
-const NR_COUNTERS: usize = Counter::AdviceShared as usize + 1;
-
-const COUNTERS: [Counter; NR_COUNTERS] = [
-    Counter::Kicks,
-    Counter::KicksWoken,
-    Counter::KicksHeld,
-    Counter::KicksBadTarget,
-    Counter::KicksSelf,
-    Counter::KicksBadArgs,
-    Counter::Waits,
-    Counter::WaitsAtOnce,
-    Counter::WaitsKicked,
-    Counter::WaitsOther,
-    Counter::WaitsBadArgs,
-    Counter::Disabled,
-    Counter::Yields,
-    Counter::YieldsDone,
-    Counter::GetParam,
-    Counter::GetParamBad,
-    Counter::EnableCap,
-    Counter::EnableCapBad,
-    Counter::KicksIgnored,
-    Counter::WaitsBound,
-    Counter::AdviceSamples,
-    Counter::AdviceDedicated,
-    Counter::AdviceShared,
-];
-
-const _: () = assert!(COUNTERS.len() == abi::HOST_COUNTERS.len());
+const NR_COUNTERS: usize = abi::HOST_COUNTERS.len();
 
 struct Stats {
     counters: [Atomic<u64>; NR_COUNTERS],
@@ -222,6 +172,16 @@ impl Host {
         0
     }
 
+    fn hint(vcpu: &CurrentVcpu, args: [u64; 4]) -> i64 {
+        count(Counter::Hints);
+        let [flags, count_gpa, wait_gpa, _] = args;
+        if vcpu.set_hint(flags, count_gpa, wait_gpa).is_err() {
+            count(Counter::HintsBad);
+            return -abi::KVM_EINVAL;
+        }
+        0
+    }
+
     fn get_param(vm: &Vm, state: &VmState, param: u64) -> i64 {
         count(Counter::GetParam);
         match param {
@@ -256,6 +216,7 @@ impl PvlockHost for Host {
         match nr {
             abi::KVM_HC_PVLOCK_KICK => Host::kick(vcpu, &state, args),
             abi::KVM_HC_PVLOCK_WAIT => Host::wait(vcpu, args),
+            abi::KVM_HC_PVLOCK_HINT => Host::hint(vcpu, args),
             abi::KVM_HC_PVLOCK_GET_PARAM => Host::get_param(vcpu.vm(), &state, args[0]),
             _ => -abi::KVM_ENOSYS,
         }
@@ -297,6 +258,18 @@ impl PvlockHost for Host {
         }
     }
 
+    fn grant_ns(vcpu: &Vcpu, may: bool) -> u64 {
+        count(Counter::HolderPreemptions);
+        if !may || !enabled(&vcpu.vm().pvlock_state()) {
+            return 0;
+        }
+        let ns = u64::from(GRANT_US.get()) * 1000;
+        if ns != 0 {
+            count(Counter::Grants);
+        }
+        ns
+    }
+
     fn advise(vm: &Vm, load: &Load, in_force: u64, saved: &mut u64) -> u64 {
         let state = vm.pvlock_state();
         if !enabled(&state) {
@@ -315,7 +288,7 @@ impl PvlockHost for Host {
             vcpus: load.vcpus,
             cpus: load.cpus,
             others: load.others,
-            wait: load.wait,
+            preempted: load.preempted,
         };
         let mut calm = advice::Calm::unpack(*saved);
         let new = advice::advise(
@@ -326,7 +299,7 @@ impl PvlockHost for Host {
             &mut calm,
             &advice::Policy {
                 hold_ns: u64::from(ADVICE_HOLD_MS.get()) * 1_000_000,
-                max_wait: ADVICE_MAX_WAIT.get(),
+                max_preempted: ADVICE_MAX_PREEMPTED.get(),
             },
         );
         *saved = calm.pack();
@@ -405,13 +378,13 @@ struct HostKvm {
 impl kernel::Module for HostKvm {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let files = Files {
-            counters: COUNTERS.map(CounterFile),
+            counters: abi::HOST_COUNTER_LIST.map(CounterFile),
             latency: LatencyFile,
         };
         let debugfs = KBox::pin_init(
             Scope::dir(files, abi::HOST_DEBUGFS_DIR, |files, dir| {
                 for file in &files.counters {
-                    dir.read_only_file(abi::HOST_COUNTERS[file.0 as usize], file);
+                    dir.read_only_file(file.0.name(), file);
                 }
                 dir.read_only_file(abi::HOST_HISTOGRAMS[0], &files.latency);
                 dir.write_only_callback_file(abi::ZERO_STATS, files, &zero_stats);

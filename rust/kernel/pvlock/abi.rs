@@ -37,6 +37,15 @@ pub const KVM_HC_PVLOCK_GET_PARAM: u32 = 0x7076_0002;
 /// [`KVM_PVLOCK_WAIT_BOUND`]. A vCPU's tokens grow from one wait to the
 /// next.
 pub const KVM_HC_PVLOCK_WAIT: u32 = 0x7076_0003;
+/// pvlock critical-section hint: a0 = flags (0), a1 = guest physical
+/// address of the calling vCPU's preemption count (its low 32 bits), a2 =
+/// that of its lock-waiting count (32 bits); both 0 unregisters. The host
+/// may let a vCPU whose count (bits 0-23) is not 0 and whose waiting count
+/// is 0 run on, bounded, when it would preempt it.
+pub const KVM_HC_PVLOCK_HINT: u32 = 0x7076_0004;
+/// `KVM_HC_PVLOCK_HINT` a0: the host counts the reschedules of the vCPU in
+/// a critical section but defers none (to measure what deferring saves).
+pub const KVM_PVLOCK_HINT_OBSERVE: u64 = 1 << 0;
 
 /// `KVM_HC_PVLOCK_WAIT` result: a kick or another event ended the wait.
 pub const KVM_PVLOCK_WAIT_ENDED: i64 = 0;
@@ -185,31 +194,90 @@ pub const HOST_DEBUGFS_DIR: &core::ffi::CStr = c"pvlock_host";
 /// statistic of the directory.
 pub const ZERO_STATS: &core::ffi::CStr = c"zero_stats";
 
-/// guest_pvlock's counters (one decimal u64 per file), in the order of
-/// `guest_pvlock/algo.rs`'s `Counter`.
-pub const GUEST_COUNTERS: [&core::ffi::CStr; 21] = [
-    c"taken_slow",
-    c"taken_slow_pickup",
-    c"taken_steal",
-    c"taken_pending",
-    c"taken_nested",
-    c"released_slow",
-    c"halts_head",
-    c"halts_node",
-    c"halts_early",
-    c"spurious_wakeups",
-    c"kicks",
-    c"kicks_held",
-    c"kick_failures",
-    c"kicks_fallback",
-    c"kicks_nmi",
-    c"time_blocked_ns",
-    c"bad_unlocks",
-    c"yields",
-    c"mode_changes",
-    c"waits_bound",
-    c"wakeups_missed",
-];
+/// Defines a list of statistics once: an enum of them in order, their
+/// debugfs names in that order (`$names`) and every one of them (`$all`).
+/// The module that keeps them indexes its storage with the enum, the
+/// tools read the files by the names: a reordering renames nothing.
+macro_rules! stat_list {
+    (
+        $(#[$m:meta])*
+        pub enum $name:ident, $names:ident, $all:ident {
+            $($(#[$vm:meta])* $v:ident = $n:literal,)*
+        }
+    ) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+        #[repr(usize)]
+        pub enum $name {
+            $($(#[$vm])* $v,)*
+        }
+
+        /// The debugfs file names, in the order of the enum.
+        pub const $names: [&core::ffi::CStr; [$($n),*].len()] = [$($n),*];
+
+        /// Every one, in order.
+        pub const $all: [$name; [$($n),*].len()] = [$($name::$v),*];
+
+        impl $name {
+            /// The debugfs file name.
+            pub const fn name(self) -> &'static core::ffi::CStr {
+                $names[self as usize]
+            }
+        }
+    };
+}
+
+stat_list! {
+    /// guest_pvlock's counters, per CPU (one decimal u64 per file), as
+    /// `Documentation/pvlock/guest.rst` documents them.
+    pub enum GuestCounter, GUEST_COUNTERS, GUEST_COUNTER_LIST {
+        /// Acquisitions through the queue (slowpath).
+        TakenSlow = c"taken_slow",
+        /// ... of which the head found the lock free while about to wait.
+        TakenSlowPickup = c"taken_slow_pickup",
+        /// Acquisitions by stealing a free lock ahead of the queue.
+        TakenSteal = c"taken_steal",
+        /// Acquisitions of a pending waiter (never queued).
+        TakenPending = c"taken_pending",
+        /// Slowpaths beyond four nesting levels (trylock loop).
+        TakenNested = c"taken_nested",
+        /// Unlocks that took the slow path (a waiting waiter was hashed);
+        /// each kicks once.
+        ReleasedSlow = c"released_slow",
+        /// Waits of a queue head.
+        HaltsHead = c"halts_head",
+        /// Waits of a queued waiter behind the head.
+        HaltsNode = c"halts_node",
+        /// Waits decided early: the awaited vCPU was preempted or waiting.
+        HaltsEarly = c"halts_early",
+        /// Wake-ups that found the wait not over.
+        SpuriousWakeups = c"spurious_wakeups",
+        /// Kick hypercalls made.
+        Kicks = c"kicks",
+        /// Project kicks the host held for a wait not started yet.
+        KicksHeld = c"kicks_held",
+        /// Kicks the host refused or no longer offers.
+        KickFailures = c"kick_failures",
+        /// Targets woken by CPU number (an NMI) after the host refused the
+        /// project kick for them.
+        KicksFallback = c"kicks_fallback",
+        /// Targets woken with an NMI because no kick works.
+        KicksNmi = c"kicks_nmi",
+        /// Nanoseconds spent waiting.
+        TimeBlocked = c"time_blocked_ns",
+        /// Unlocks that found a locked byte they did not expect.
+        BadUnlocks = c"bad_unlocks",
+        /// Directed yields of a queue head to the preempted likely holder.
+        Yields = c"yields",
+        /// Moves to a mode that waits and kicks differently (or not at all).
+        ModeChanges = c"mode_changes",
+        /// Waits that the host's bound ended (no kick came in that time).
+        WaitsBound = c"waits_bound",
+        /// ... of which the waiter found the lock released to it: its kick
+        /// was lost, or came later than the bound.
+        WakeupsMissed = c"wakeups_missed",
+    }
+}
 
 /// guest_pvlock's counters of its switches between pvlock and the native
 /// lock (`guest_pvlock/adaptive.rs`), after [`GUEST_COUNTERS`].
@@ -222,37 +290,78 @@ pub const GUEST_ADAPTIVE_COUNTERS: [&core::ffi::CStr; 6] = [
     c"switch_max_ns",
 ];
 
-/// guest_pvlock's histograms (`HIST_BUCKETS` u32 each), in the order of
-/// `guest_pvlock/algo.rs`'s `Histogram`.
-pub const GUEST_HISTOGRAMS: [&core::ffi::CStr; 3] =
-    [c"histo_wait", c"histo_spin", c"histo_blocked"];
+stat_list! {
+    /// guest_pvlock's histograms, per CPU (`HIST_BUCKETS` u32 each).
+    pub enum GuestHistogram, GUEST_HISTOGRAMS, GUEST_HISTOGRAM_LIST {
+        /// Time from entering the slowpath to owning the lock.
+        Wait = c"histo_wait",
+        /// Time spent spinning before owning the lock or waiting.
+        Spin = c"histo_spin",
+        /// Time of each wait.
+        Blocked = c"histo_blocked",
+    }
+}
 
-/// host_kvm's counters, in the order of `host_kvm`'s `Counter`.
-pub const HOST_COUNTERS: [&core::ffi::CStr; 23] = [
-    c"kicks",
-    c"kicks_woken",
-    c"kicks_held",
-    c"kicks_bad_target",
-    c"kicks_self",
-    c"kicks_bad_args",
-    c"waits",
-    c"waits_at_once",
-    c"waits_kicked",
-    c"waits_other",
-    c"waits_bad_args",
-    c"hypercalls_disabled",
-    c"yields",
-    c"yields_done",
-    c"get_param",
-    c"get_param_bad",
-    c"enable_cap",
-    c"enable_cap_bad",
-    c"kicks_ignored",
-    c"waits_bound",
-    c"advice_samples",
-    c"advice_dedicated",
-    c"advice_shared",
-];
+stat_list! {
+    /// host_kvm's counters, for all VMs (one decimal u64 per file), as
+    /// `Documentation/virt/kvm/pvlock.rst` documents them.
+    pub enum HostCounter, HOST_COUNTERS, HOST_COUNTER_LIST {
+        /// `KVM_HC_PVLOCK_KICK` calls from enabled VMs.
+        Kicks = c"kicks",
+        /// ... that found their target in the wait.
+        KicksWoken = c"kicks_woken",
+        /// ... held for a wait not started yet.
+        KicksHeld = c"kicks_held",
+        /// ... with no single vCPU at that APIC ID.
+        KicksBadTarget = c"kicks_bad_target",
+        /// ... aimed at the caller itself.
+        KicksSelf = c"kicks_self",
+        /// ... with bad flags or a token of 0.
+        KicksBadArgs = c"kicks_bad_args",
+        /// `KVM_HC_PVLOCK_WAIT` calls from enabled VMs.
+        Waits = c"waits",
+        /// ... that returned without halting.
+        WaitsAtOnce = c"waits_at_once",
+        /// Waits ended by their kick.
+        WaitsKicked = c"waits_kicked",
+        /// Waits ended otherwise.
+        WaitsOther = c"waits_other",
+        /// Waits with bad flags or a token of 0.
+        WaitsBadArgs = c"waits_bad_args",
+        /// pvlock hypercalls from VMs without pvlock enabled.
+        Disabled = c"hypercalls_disabled",
+        /// Directed yields tried for a held kick.
+        Yields = c"yields",
+        /// ... that switched to the target.
+        YieldsDone = c"yields_done",
+        /// `KVM_HC_PVLOCK_GET_PARAM` calls.
+        GetParam = c"get_param",
+        /// ... with an unknown parameter.
+        GetParamBad = c"get_param_bad",
+        /// `KVM_ENABLE_CAP(KVM_CAP_PVLOCK_KICK)` calls.
+        EnableCap = c"enable_cap",
+        /// ... refused.
+        EnableCapBad = c"enable_cap_bad",
+        /// Kicks dropped by `inject_ignore_kicks`.
+        KicksIgnored = c"kicks_ignored",
+        /// Waits ended by the bound.
+        WaitsBound = c"waits_bound",
+        /// Advice decisions, one per enabled VM per sample.
+        AdviceSamples = c"advice_samples",
+        /// Changes of a VM's advice to dedicated.
+        AdviceDedicated = c"advice_dedicated",
+        /// Changes of a VM's advice back to shared.
+        AdviceShared = c"advice_shared",
+        /// `KVM_HC_PVLOCK_HINT` calls.
+        Hints = c"hints",
+        /// ... refused.
+        HintsBad = c"hints_bad",
+        /// Reschedules of a vCPU whose guest held a lock.
+        HolderPreemptions = c"holder_preemptions",
+        /// ... deferred for `grant_us`.
+        Grants = c"grants",
+    }
+}
 
 /// host_kvm's histograms.
 pub const HOST_HISTOGRAMS: [&core::ffi::CStr; 1] = [c"histo_kick_latency"];

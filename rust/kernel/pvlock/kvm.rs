@@ -102,6 +102,19 @@ impl CurrentVcpu {
         unsafe { bindings::kvm_pvlock_wait(self.0.as_raw(), token, bound_ns) }
     }
 
+    /// Registers this vCPU's critical-section hint (`KVM_HC_PVLOCK_HINT`):
+    /// its `KVM_PVLOCK_HINT_*` flags, the guest physical addresses of its
+    /// preemption count and of its lock-waiting count; both 0 unregisters.
+    /// `EINVAL` for unknown flags or an address that is not aligned or not
+    /// in guest memory (nothing changes then).
+    pub fn set_hint(&self, flags: u64, count_gpa: u64, wait_gpa: u64) -> Result {
+        // SAFETY: By the type invariant the vCPU makes this hypercall on its
+        // own thread, where its pvlock state is its own.
+        to_result(unsafe {
+            bindings::kvm_pvlock_set_hint(self.0.as_raw(), flags, count_gpa, wait_gpa)
+        })
+    }
+
     /// Gives the rest of this vCPU's time slice to `target`; may sleep.
     /// Returns whether the scheduler switched to it.
     pub fn yield_to(&self, target: &Vcpu) -> bool {
@@ -164,8 +177,9 @@ pub struct Load {
     /// The same for the other VMs' vCPU threads that may run on those CPUs
     /// (each counted once it asks for 1/16 of a CPU).
     pub others: u32,
-    /// The largest share of a vCPU's demand that it spent waiting for a CPU.
-    pub wait: u32,
+    /// The largest share of the window that a vCPU spent preempted while it
+    /// ran (not counting a wake-up's wait for a CPU).
+    pub preempted: u32,
     /// The VMM's `KVM_PVLOCK_ADVICE_*`.
     pub mode: u64,
 }
@@ -252,6 +266,15 @@ pub trait PvlockHost: 'static {
     /// [`CurrentVcpu`] here).
     fn wait_end(vcpu: &Vcpu, how: WaitEnd);
 
+    /// How long `vcpu`, about to be rescheduled while its guest holds a
+    /// lock (its critical-section hint says so), may run on, in
+    /// nanoseconds; 0 for not at all. Called for every such reschedule;
+    /// with `may` false KVM defers none (one deferral per tick, or a guest
+    /// that only lets the host count) and ignores the result. KVM caps it
+    /// at 1 ms. On `vcpu`'s thread with preemption disabled: it must not
+    /// sleep.
+    fn grant_ns(vcpu: &Vcpu, may: bool) -> u64;
+
     /// The advice (`KVM_PVLOCK_PARAM_ADVICE`) for `vm` under `load`, from
     /// the advice in force, `advice`, and the module's own `state` for the
     /// VM (0 at first), which it may change. Called for every VM from
@@ -270,6 +293,7 @@ impl<T: PvlockHost> Adapter<T> {
         force_feature: Some(Self::force_feature),
         wait_end: Some(Self::wait_end),
         advise: Some(Self::advise),
+        grant_ns: Some(Self::grant_ns),
     };
 
     /// # Safety
@@ -342,6 +366,14 @@ impl<T: PvlockHost> Adapter<T> {
 
     /// # Safety
     ///
+    /// `vcpu` is a live vCPU (KVM's call).
+    unsafe extern "C" fn grant_ns(vcpu: *mut bindings::kvm_vcpu, may: bool) -> u64 {
+        // SAFETY: KVM passes a live vCPU.
+        T::grant_ns(unsafe { Vcpu::from_raw(vcpu) }, may)
+    }
+
+    /// # Safety
+    ///
     /// `kvm` is a live VM, `load` points to a sample and `state` is valid
     /// for reads and writes (KVM's call).
     unsafe extern "C" fn advise(
@@ -358,7 +390,7 @@ impl<T: PvlockHost> Adapter<T> {
             cpus: l.cpus,
             demand: l.demand,
             others: l.others,
-            wait: l.wait,
+            preempted: l.preempted,
             mode: l.mode,
         };
         // SAFETY: KVM passes the live VM and the module's state for it, to

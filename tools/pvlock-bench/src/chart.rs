@@ -20,6 +20,8 @@ const COLORS: [RGBColor; Mode::ALL.len()] = [
     RGBColor(0x2c, 0xa0, 0x2c),
     // pvlock-static: pvlock-hostkvm's green, lighter.
     RGBColor(0x98, 0xdf, 0x8a),
+    // pvlock-nohint: pvlock-hostkvm's green, darker.
+    RGBColor(0x1a, 0x5e, 0x1a),
 ];
 
 fn color(m: Mode) -> RGBColor {

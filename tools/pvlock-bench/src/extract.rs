@@ -247,6 +247,54 @@ impl AdaptiveRun {
     }
 }
 
+/// What host_kvm counted over one mode's guests in one L1 boot: the
+/// differences of its cumulative counters (`dirs.host.counters` of L1's
+/// pvlock-stat snapshots) between the snapshot right before the mode's
+/// `l2` step and the one right after it. host_kvm counts over all VMs,
+/// and only that mode's guests ran in between, so this is what their
+/// whole boot made it count: every workload of the mode (and the module
+/// load, the settling, the snapshots), not one workload alone.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct HostRun {
+    /// Reschedules of a vCPU whose guest was in a critical section (held
+    /// a lock) and not waiting for a lock: `holder_preemptions`, counted
+    /// for guests with the critical-section hint on (`hint=1`) and
+    /// observed (`hint=2`).
+    pub holder_preemptions: i64,
+    /// Of those, the ones host_kvm deferred, letting the holder run on a
+    /// little (`grants`): `hint=1` guests only.
+    pub grants: i64,
+}
+
+impl HostRun {
+    /// From L1's pvlock-stat snapshots before and after a mode's guests.
+    /// `None` if `after` lacks the counters (a host_kvm from before the
+    /// hint), or if one went down (zeroed in between).
+    pub fn between(before: &Value, after: &Value) -> Option<Self> {
+        let (b, a) = (host_counters(before), host_counters(after));
+        let delta = |c: &str| -> Option<i64> {
+            let d = a.get(c)? - b.get(c).copied().unwrap_or(0);
+            (d >= 0).then_some(d)
+        };
+        Some(HostRun {
+            holder_preemptions: delta("holder_preemptions")?,
+            grants: delta("grants")?,
+        })
+    }
+
+    /// The lock holders' preemptions host_kvm did not defer: what a
+    /// guest's critical sections still suffered.
+    pub fn not_deferred(&self) -> i64 {
+        self.holder_preemptions - self.grants
+    }
+
+    /// The share of the holders' preemptions host_kvm deferred; `None`
+    /// when there was none.
+    pub fn deferred_share(&self) -> Option<f64> {
+        (self.holder_preemptions > 0).then(|| self.grants as f64 / self.holder_preemptions as f64)
+    }
+}
+
 /// One cell of the matrix in one repetition.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Measurement {
@@ -275,6 +323,14 @@ pub struct Measurement {
     pub fairness: Option<f64>,
     /// Each guest's share.
     pub instances: Vec<Instance>,
+    /// What host_kvm counted over this measurement's mode's guests in its
+    /// L1 boot ([`HostRun`]: their whole boot, every workload of the
+    /// mode, the same for each of the mode's measurements of that boot);
+    /// `None` without host_kvm, without L1's snapshots around the mode's
+    /// guests (a `results.json` from before them), or with a host_kvm
+    /// from before the hint.
+    #[serde(default)]
+    pub host: Option<HostRun>,
 }
 
 impl Measurement {
@@ -303,8 +359,8 @@ pub struct HostSide {
     pub problems: Vec<String>,
 }
 
-fn counters(stat: &Value) -> BTreeMap<String, i64> {
-    stat.pointer("/dirs/guest/counters")
+fn counters_at(stat: &Value, dir: &str) -> BTreeMap<String, i64> {
+    stat.pointer(&format!("/dirs/{dir}/counters"))
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()
@@ -312,6 +368,65 @@ fn counters(stat: &Value) -> BTreeMap<String, i64> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// guest_pvlock's counters in a pvlock-stat snapshot.
+fn counters(stat: &Value) -> BTreeMap<String, i64> {
+    counters_at(stat, "guest")
+}
+
+/// host_kvm's counters in a pvlock-stat snapshot.
+fn host_counters(stat: &Value) -> BTreeMap<String, i64> {
+    counters_at(stat, "host")
+}
+
+/// A node's pvlock-stat snapshots by the id of the `stat` step that took
+/// each: the steps in order, each finished one with its snapshot, up to
+/// the first that did not finish (killed, or the node stopped: what
+/// follows cannot be matched). Nothing if a snapshot failed (`stat-error`:
+/// which step's is not known).
+fn snapshots(node: &RNode) -> BTreeMap<&str, &Value> {
+    let mut out = BTreeMap::new();
+    if !node.stat_errors.is_empty() {
+        return out;
+    }
+    let mut stats = node.stats.iter();
+    for st in node
+        .steps
+        .iter()
+        .filter(|st| st.call == "stat" || st.call.starts_with("stat "))
+    {
+        if st.rc.is_none() {
+            break;
+        }
+        let Some(v) = stats.next() else {
+            break;
+        };
+        out.insert(st.id.as_str(), v);
+    }
+    out
+}
+
+/// What host_kvm counted over each mode's guests of `unit`, from L1's
+/// snapshots before and after them ([`Unit::host_stats_around`]); a mode
+/// is left out if either snapshot is missing.
+fn host_runs(unit: &Unit, l1: Option<&RNode>) -> BTreeMap<Mode, HostRun> {
+    let mut out = BTreeMap::new();
+    let Some(l1) = l1 else {
+        return out;
+    };
+    let snaps = snapshots(l1);
+    for mode in unit.order() {
+        let Some((before, after)) = unit.host_stats_around(mode) else {
+            continue;
+        };
+        if let (Some(b), Some(a)) = (snaps.get(before.as_str()), snaps.get(after.as_str())) {
+            if let Some(r) = HostRun::between(b, a) {
+                out.insert(mode, r);
+            }
+        }
+    }
+    out
 }
 
 /// What the guest says it runs; `Err` if it is not what `mode` means.
@@ -322,7 +437,8 @@ fn counters(stat: &Value) -> BTreeMap<String, i64> {
 /// guest may run the native lock by the host's advice (`lock_ops` native,
 /// `adaptive_state` native): that is pvlock's choice, accepted; a guest
 /// whose guest_pvlock is not installed is not. pvlock-static must run
-/// pvlock with `adaptive: 0`.
+/// pvlock with `adaptive: 0`; pvlock-nohint must have registered the
+/// critical-section hint for the host to observe only (`hint: 2`).
 fn lock_of(node: &RNode, mode: Mode) -> Result<String, String> {
     let pv_enabled = node
         .dmesg
@@ -345,7 +461,7 @@ fn lock_of(node: &RNode, mode: Mode) -> Result<String, String> {
             Err("upstream-pv guest runs pvlock".into())
         }
         Mode::Upstream => Ok("upstream-pv".into()),
-        Mode::KickCpu | Mode::HostKvm | Mode::Static => {
+        Mode::KickCpu | Mode::HostKvm | Mode::Static | Mode::NoHint => {
             // guest_pvlock's `info` names its mode (how waiters wait and
             // unlockers kick; parked, the mode pvlock would run in); before
             // the lock waits came it named the kick.
@@ -399,6 +515,33 @@ fn lock_of(node: &RNode, mode: Mode) -> Result<String, String> {
                 }
                 ("native", "native") => "pvlock (native by the host's advice)",
                 _ => return Err(not_installed()),
+            };
+            // pvlock-nohint: the host counts the holders it preempts and
+            // defers none (`hint: 0`: not registered, the host would not
+            // see them; `1`: it would defer them).
+            let lock = match (mode, info("hint")) {
+                (Mode::NoHint, Some("2")) => format!("{lock}, hint 2 (observed, none deferred)"),
+                (Mode::NoHint, h) => {
+                    return Err(format!(
+                        "pvlock-nohint guest's guest_pvlock has hint '{}', not 2 (the host observing only)",
+                        h.unwrap_or("")
+                    ))
+                }
+                // The other side of the hint on/off comparison: the hint
+                // must be on (`0` there: the host refused it). A guest_pvlock
+                // from before the hint says nothing.
+                (Mode::HostKvm, Some(h)) if h != "1" => {
+                    return Err(format!(
+                        "pvlock-hostkvm guest's guest_pvlock has hint '{h}', not 1 (the host refused it?)"
+                    ))
+                }
+                // The stock kick, as on a host without host_kvm: no hint.
+                (Mode::KickCpu, Some(h)) if h != "0" => {
+                    return Err(format!(
+                        "pvlock-kickcpu guest's guest_pvlock has hint '{h}', not 0 (as on a stock host)"
+                    ))
+                }
+                _ => lock.to_string(),
             };
             match (info("mode"), info("kick")) {
                 (Some(m), _) if m == want_mode => Ok(format!("{lock}, mode {m}")),
@@ -734,6 +877,7 @@ pub fn measurements_judged(
 ) -> Vec<Measurement> {
     let r: RResult = serde_json::from_value(result.clone()).unwrap_or_default();
     let l1 = r.nodes.get("l1");
+    let host = host_runs(unit, l1);
     let mut out = Vec::new();
     for cell in unit.cells() {
         let names: Vec<String> = (1..=cell.guests())
@@ -754,11 +898,13 @@ pub fn measurements_judged(
             value: None,
             fairness: None,
             instances,
+            host: host.get(&cell.mode).copied(),
         };
         if let Some(e) = run_error {
             m.status = Status::NotRun;
             m.note = Some(e.to_string());
             m.instances.clear();
+            m.host = None;
         } else if let Some(bad) = m
             .instances
             .iter()
@@ -882,6 +1028,10 @@ mod tests {
         // A guest_pvlock from before the adaptive lock: no record of it.
         assert_eq!(hk.instances[0].adaptive, None);
         assert_eq!(hk.adaptive(), None);
+        // A plan from before L1's snapshots around each mode's guests (one
+        // `host-stat` at the end), and a host_kvm from before the hint:
+        // no host counters per mode.
+        assert!(ms.iter().all(|m| m.host.is_none()));
         let host = host_side(&report["result"]);
         assert_eq!(
             host.host_stat.unwrap()["dirs"]["host"]["counters"]["kicks"],
@@ -1248,7 +1398,7 @@ mod tests {
             serde_json::json!({ "lock_ops": "native", "installed": "0", "mode": "none",
             "adaptive": "0", "adaptive_state": "none" }),
         );
-        for m in [Mode::KickCpu, Mode::HostKvm, Mode::Static] {
+        for m in [Mode::KickCpu, Mode::HostKvm, Mode::Static, Mode::NoHint] {
             let e = lock_of(&absent, m).unwrap_err();
             assert_eq!(
                 e,
@@ -1310,6 +1460,226 @@ mod tests {
             lock_of(&kick, Mode::Static),
             Err("guest_pvlock runs mode 'hlt_kvm_hc_kick_cpu', not kvm_hc_pvlock_wait".into())
         );
+    }
+
+    #[test]
+    fn pvlock_nohint_runs_pvlock_with_the_hint_observed() {
+        let info = |ops: &str, state: &str, hint: Option<&str>| {
+            let mut v = serde_json::json!({ "lock_ops": ops, "mode": "kvm_hc_pvlock_wait",
+                "adaptive": "1", "adaptive_state": state });
+            if let Some(h) = hint {
+                v["hint"] = h.into();
+            }
+            node(v)
+        };
+        assert_eq!(
+            lock_of(&info("pvlock", "pvlock", Some("2")), Mode::NoHint).as_deref(),
+            Ok("pvlock, hint 2 (observed, none deferred), mode kvm_hc_pvlock_wait")
+        );
+        // Adaptive as it ships: native by the host's advice is accepted,
+        // as for pvlock-hostkvm (it does not happen under overcommit).
+        assert_eq!(
+            lock_of(&info("native", "native", Some("2")), Mode::NoHint).as_deref(),
+            Ok("pvlock (native by the host's advice), hint 2 (observed, none deferred), mode kvm_hc_pvlock_wait")
+        );
+        assert_eq!(
+            lock_of(&info("other", "pvlock", Some("2")), Mode::NoHint).as_deref(),
+            Ok("pvlock (switching when `info` was read), hint 2 (observed, none deferred), mode kvm_hc_pvlock_wait")
+        );
+        // hint=2 did not take: the host defers (1), or sees nothing (0, a
+        // hint the host refused), or a guest_pvlock without the hint.
+        for (h, shown) in [(Some("1"), "1"), (Some("0"), "0"), (None, "")] {
+            assert_eq!(
+                lock_of(&info("pvlock", "pvlock", h), Mode::NoHint),
+                Err(format!(
+                    "pvlock-nohint guest's guest_pvlock has hint '{shown}', not 2 (the host observing only)"
+                ))
+            );
+        }
+        // pvlock-hostkvm must have the hint on (or be from before it).
+        assert!(lock_of(&info("pvlock", "pvlock", Some("1")), Mode::HostKvm).is_ok());
+        assert!(lock_of(&info("pvlock", "pvlock", None), Mode::HostKvm).is_ok());
+        assert!(lock_of(&info("pvlock", "pvlock", Some("2")), Mode::HostKvm).is_err());
+        assert!(lock_of(&info("pvlock", "pvlock", Some("0")), Mode::HostKvm).is_err());
+        // The mode: the project's lock wait, as pvlock-hostkvm.
+        let mut kick = info("pvlock", "pvlock", Some("2"));
+        kick.info
+            .insert("mode".into(), "hlt_kvm_hc_kick_cpu".into());
+        assert_eq!(
+            lock_of(&kick, Mode::NoHint),
+            Err("guest_pvlock runs mode 'hlt_kvm_hc_kick_cpu', not kvm_hc_pvlock_wait".into())
+        );
+    }
+
+    /// L1's steps as the unit's scenario plans them: (id, call) as the
+    /// console reports them (`step-begin ID CALL`).
+    fn l1_steps(unit: &Unit, s: &Settings) -> Vec<(String, String)> {
+        let dir = std::env::temp_dir().join(format!(
+            "pvlock-bench-l1-{}-{}",
+            std::process::id(),
+            unit.name()
+        ));
+        let sc = unit.scenario(s, &dir).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        sc.plans()[0]
+            .1
+            .lines()
+            .filter_map(|l| {
+                let mut w = l.strip_prefix("step ")?.splitn(3, ' ');
+                let id = w.next()?.to_string();
+                let _timeout = w.next()?;
+                Some((id, w.next()?.to_string()))
+            })
+            .collect()
+    }
+
+    /// A pvlock-stat snapshot of L1 with these host counters.
+    fn host_snapshot(holder_preemptions: i64, grants: i64) -> Value {
+        serde_json::json!({ "dirs": { "host": { "counters": {
+            "kicks": 7, "holder_preemptions": holder_preemptions, "grants": grants } } } })
+    }
+
+    #[test]
+    fn host_counters_per_mode_from_l1s_snapshots() {
+        // Repetition 2 of the three modes of the hint and static goals at
+        // 2x: static, nohint, hostkvm.
+        let cells: Vec<Cell> = [Mode::HostKvm, Mode::Static, Mode::NoHint]
+            .into_iter()
+            .map(|mode| Cell {
+                overcommit: Overcommit::X2,
+                workload: Workload::Contended,
+                mode,
+            })
+            .collect();
+        let unit = plan(&cells, 2).remove(1);
+        assert_eq!(unit.order(), [Mode::Static, Mode::NoHint, Mode::HostKvm]);
+        let s = Settings::new(true, None, 1);
+        let steps = l1_steps(&unit, &s);
+        let ids: Vec<&str> = steps.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "host_kvm",
+                "host-stat-start",
+                "l2-static",
+                "host-stat-static",
+                "l2-nohint",
+                "host-stat-nohint",
+                "l2-hostkvm",
+                "host-stat-hostkvm",
+                "warnings9"
+            ]
+        );
+        // What host_kvm counted, cumulative: (holder preemptions, grants)
+        // at each snapshot. static's guest 300 / 200, nohint's 500 / 0
+        // (observed only), hostkvm's 400 / 320.
+        let cumulative = [(5, 3), (305, 203), (805, 203), (1205, 523)];
+        let l1 = |upto: usize, errors: Vec<&str>| {
+            let st: Vec<Value> = steps
+                .iter()
+                .map(|(id, call)| serde_json::json!({ "id": id, "call": call, "rc": 0 }))
+                .collect();
+            let stats: Vec<Value> = cumulative[..upto]
+                .iter()
+                .map(|(h, g)| host_snapshot(*h, *g))
+                .collect();
+            serde_json::json!({ "booted": true, "done": true, "steps": st,
+                "stats": stats, "stat_errors": errors })
+        };
+        let result = |l1: Value| serde_json::json!({ "nodes": { "l1": l1 } });
+        let host = |ms: &[Measurement], m: Mode| ms.iter().find(|x| x.key.mode == m).unwrap().host;
+        let ms = measurements(&unit, &s, &result(l1(4, vec![])), None);
+        let run = |hp, g| {
+            Some(HostRun {
+                holder_preemptions: hp,
+                grants: g,
+            })
+        };
+        assert_eq!(host(&ms, Mode::Static), run(300, 200));
+        assert_eq!(host(&ms, Mode::NoHint), run(500, 0));
+        let hk = host(&ms, Mode::HostKvm).unwrap();
+        assert_eq!(
+            hk,
+            HostRun {
+                holder_preemptions: 400,
+                grants: 320
+            }
+        );
+        assert_eq!(hk.not_deferred(), 80);
+        assert_eq!(hk.deferred_share(), Some(0.8));
+        assert_eq!(HostRun::default().deferred_share(), None);
+        // The guests are not there (not-run): the host's counts still are.
+        assert!(ms.iter().all(|m| m.status == Status::NotRun));
+        // L1 stopped during nohint's guests: its snapshot after them never
+        // came (the step never finished), nor hostkvm's.
+        let mut stopped = l1(2, vec![]);
+        stopped["done"] = false.into();
+        stopped["steps"] = Value::Array(stopped["steps"].as_array().unwrap()[..6].to_vec());
+        stopped["steps"][4]["rc"] = Value::Null;
+        stopped["steps"][5]["rc"] = Value::Null;
+        let ms = measurements(&unit, &s, &result(stopped), None);
+        assert_eq!(host(&ms, Mode::Static), run(300, 200));
+        assert_eq!(host(&ms, Mode::NoHint), None);
+        assert_eq!(host(&ms, Mode::HostKvm), None);
+        // A snapshot failed: which one is not known, so none is used.
+        let ms = measurements(&unit, &s, &result(l1(3, vec!["no debugfs"])), None);
+        assert!(ms.iter().all(|m| m.host.is_none()));
+        // Zeroed in between, or a host_kvm without the counters: nothing
+        // to say about that mode.
+        let mut zeroed = l1(4, vec![]);
+        zeroed["stats"][2] = host_snapshot(0, 0);
+        let ms = measurements(&unit, &s, &result(zeroed), None);
+        assert_eq!(host(&ms, Mode::Static), run(300, 200));
+        assert_eq!(host(&ms, Mode::NoHint), None);
+        assert_eq!(host(&ms, Mode::HostKvm), run(1205, 523));
+        let mut old = l1(4, vec![]);
+        for k in 0..4 {
+            old["stats"][k] =
+                serde_json::json!({ "dirs": { "host": { "counters": { "kicks": k } } } });
+        }
+        let ms = measurements(&unit, &s, &result(old), None);
+        assert!(ms.iter().all(|m| m.host.is_none()));
+        // A harness error: nothing at all.
+        let ms = measurements(&unit, &s, &result(l1(4, vec![])), Some("cannot start qemu"));
+        assert!(ms.iter().all(|m| m.host.is_none()));
+        // The host side keeps the last snapshot, after the last guest.
+        assert_eq!(
+            host_side(&result(l1(4, vec![]))).host_stat.unwrap()["dirs"]["host"]["counters"]
+                ["grants"],
+            523
+        );
+    }
+
+    #[test]
+    fn a_measurement_from_before_the_host_counters_still_reads() {
+        let m = Measurement {
+            cell: "2x/contended/pvlock-hostkvm".into(),
+            key: Cell {
+                overcommit: Overcommit::X2,
+                workload: Workload::Contended,
+                mode: Mode::HostKvm,
+            },
+            rep: 1,
+            unit: "r1-2x".into(),
+            position: Some(5),
+            status: Status::Ok,
+            note: None,
+            value: Some(100.0),
+            fairness: Some(1.5),
+            instances: vec![],
+            host: Some(HostRun {
+                holder_preemptions: 10,
+                grants: 9,
+            }),
+        };
+        let mut v = serde_json::to_value(&m).unwrap();
+        assert_eq!(v["host"]["holder_preemptions"], 10);
+        let back: Measurement = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(back, m);
+        v.as_object_mut().unwrap().remove("host");
+        let old: Measurement = serde_json::from_value(v).unwrap();
+        assert_eq!(old.host, None);
+        assert_eq!(old.value, Some(100.0));
     }
 
     /// A pvlock-stat snapshot with these guest counters.

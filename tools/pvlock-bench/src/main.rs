@@ -26,7 +26,7 @@ use vmtest::run::{self, Config, INTERRUPTED};
 #[command(
     version,
     about = "Benchmark native, upstream PV and pvlock spinlocks under vCPU overcommit (L2 KVM guests in a TCG L1)",
-    after_help = "Examples:\n  pvlock-bench --kdir $KDIR --repo . --tools-bin tools/target/x86_64-unknown-linux-gnu/release --quick\n  pvlock-bench ... --only '^2x/contended/' --reps 10\n\nCells are named OVERCOMMIT/WORKLOAD/MODE: overcommit 1x, 2x, 3x, two-guests; workload contended,\nuncontended, hackbench, stress-ng; mode native, native-2vcpu (2x contended only), upstream-pv,\npvlock-kickcpu, pvlock-hostkvm (guest_pvlock as it ships: adaptive, the native lock while the\nhost advises that the vCPUs have CPUs to themselves), pvlock-static (guest_pvlock adaptive=0,\ncontended at 2x, 3x and two-guests only)."
+    after_help = "Examples:\n  pvlock-bench --kdir $KDIR --repo . --tools-bin tools/target/x86_64-unknown-linux-gnu/release --quick\n  pvlock-bench ... --only '^2x/contended/' --reps 10\n\nCells are named OVERCOMMIT/WORKLOAD/MODE: overcommit 1x, 2x, 3x, two-guests; workload contended,\nuncontended, hackbench, stress-ng; mode native, native-2vcpu (2x contended only), upstream-pv,\npvlock-kickcpu, pvlock-hostkvm (guest_pvlock as it ships: adaptive, the native lock while the\nhost advises that the vCPUs have CPUs to themselves), pvlock-static (guest_pvlock adaptive=0,\ncontended at 2x, 3x and two-guests only), pvlock-nohint (guest_pvlock hint=2: the host counts\nthe lock holders it preempts and defers none; where pvlock-static runs)."
 )]
 struct Cli {
     /// The built kernel tree (make print-kdir).
@@ -38,10 +38,10 @@ struct Cli {
     /// Where the statically linked tools (pvlock-stat) are.
     #[arg(long)]
     tools_bin: Option<PathBuf>,
-    /// The reduced matrix (2x contended, every mode, pvlock-static
-    /// included; 1x contended, native, upstream and pvlock; 1x
-    /// uncontended, native and pvlock-hostkvm), 3 repetitions, short runs:
-    /// estimated at about 17 minutes.
+    /// The reduced matrix (2x contended, every mode, pvlock-static and
+    /// pvlock-nohint included; 1x contended, native, upstream and pvlock;
+    /// 1x uncontended, native and pvlock-hostkvm), 3 repetitions, short
+    /// runs: estimated at about 18 minutes.
     #[arg(long)]
     quick: bool,
     /// Repetitions (default: 3 quick, 5 full).
@@ -563,6 +563,20 @@ fn real_main() -> Result<u8> {
         );
         for m in &ms {
             eprintln!("    {:<34} {}", m.cell, describe(m));
+        }
+        // What host_kvm counted over each guest_pvlock mode's guests (their
+        // whole boot).
+        let mut shown = Vec::new();
+        for m in ms.iter().filter(|m| m.key.mode.loads_guest_pvlock()) {
+            if let (Some(h), false) = (m.host, shown.contains(&m.key.mode)) {
+                shown.push(m.key.mode);
+                eprintln!(
+                    "    host_kvm over the {} guests (whole boot): {} lock holders preempted, {} deferred",
+                    m.key.mode.label(),
+                    h.holder_preemptions,
+                    h.grants
+                );
+            }
         }
         if !stalled && !ms.iter().any(|m| m.status == Status::NotRun) {
             done_actual += wall;

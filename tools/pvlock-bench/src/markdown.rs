@@ -3,13 +3,15 @@
 //! `results.md`: the goals (decided on the intervals of the in-repetition
 //! ratios), one table per workload (rows overcommit, columns modes, then
 //! the ratios and the fairness), what the adaptive lock ran in each
-//! guest_pvlock cell, the kicks, the measurements lost per mode, the
-//! failures and the runs with their order.
+//! guest_pvlock cell, the lock holders host_kvm preempted and deferred
+//! per guest_pvlock mode (and the hint on against off), the kicks, the
+//! measurements lost per mode, the failures and the runs with their
+//! order.
 
 use crate::extract::Status;
 use crate::matrix::{Mode, Overcommit, Workload, STRESSNG_STRESSORS};
 use crate::results_json::Results;
-use crate::stats::{decide, fmt_native_share, target, Agg, GoalStatus, Summary};
+use crate::stats::{decide, fmt_count_agg, fmt_native_share, target, Agg, GoalStatus, Summary};
 use pvlock_common::fmt::{fmt_count_short, fmt_num};
 use std::fmt::Write as _;
 
@@ -264,6 +266,121 @@ pub fn adaptive_table(s: &Summary, reps: u32) -> Option<String> {
     Some(t)
 }
 
+/// `84% [82%, 86%]`: a share's median [min, max] over the repetitions.
+fn fmt_share(a: &Agg) -> String {
+    let pct = |x: f64| format!("{:.0}%", x * 100.0);
+    if a.n == 1 || a.min == a.max {
+        pct(a.median)
+    } else {
+        format!("{} [{}, {}]", pct(a.median), pct(a.min), pct(a.max))
+    }
+}
+
+/// The workloads of `m` at `oc` in the matrix, in run order.
+fn workloads_of(s: &Summary, oc: Overcommit, m: Mode) -> Vec<Workload> {
+    Workload::RUN_ORDER
+        .into_iter()
+        .filter(|w| s.cell(oc, *w, m).is_some())
+        .collect()
+}
+
+/// What host_kvm counted over each guest_pvlock mode's guests: a row per
+/// overcommit level and mode, the lock holders it preempted, the ones it
+/// deferred, their share and the ones it did not defer, per L1 boot;
+/// `None` if nothing was recorded (no host_kvm with the hint, or a
+/// `results.json` from before L1's snapshots per mode).
+pub fn host_table(s: &Summary, reps: u32) -> Option<String> {
+    if s.host.is_empty() {
+        return None;
+    }
+    let mut t = String::from(
+        "| overcommit | mode | workloads of its guests | lock holders preempted | deferred (grants) | share deferred | not deferred |\n|---|---|---|---|---|---|---|\n",
+    );
+    let count = |a: &Option<Agg>| a.as_ref().map(fmt_count_agg).unwrap_or_else(|| "-".into());
+    for h in &s.host {
+        let ws: Vec<&str> = workloads_of(s, h.overcommit, h.mode)
+            .iter()
+            .map(|w| w.label())
+            .collect();
+        let mut preempted = count(&h.holder_preemptions);
+        if h.n < reps as usize {
+            let _ = write!(preempted, " (n={}/{reps})", h.n);
+        }
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {preempted} | {} | {} | {} |",
+            h.overcommit.label(),
+            h.mode.label(),
+            ws.join(", "),
+            count(&h.grants),
+            h.deferred_share
+                .as_ref()
+                .map(fmt_share)
+                .unwrap_or_else(|| "-".into()),
+            count(&h.not_deferred),
+        );
+    }
+    Some(t)
+}
+
+/// The critical-section hint on against off, per overcommit level: the
+/// contended gain (pvlock-hostkvm / pvlock-nohint, with its goal), and
+/// from host_kvm's counts in the same L1 boots the lock holders'
+/// preemptions pvlock-hostkvm's guests still suffered (not deferred)
+/// against pvlock-nohint's (none deferred), and their ratio per boot;
+/// `None` if neither ran.
+pub fn hint_table(s: &Summary, reps: u32) -> Option<String> {
+    let w = Workload::Contended;
+    let ocs: Vec<Overcommit> = Overcommit::ALL
+        .into_iter()
+        .filter(|oc| {
+            s.ratio(*oc, w, Mode::HostKvm, Mode::NoHint).is_some() || s.hint(*oc).is_some()
+        })
+        .collect();
+    if ocs.is_empty() {
+        return None;
+    }
+    let mut t = String::from(
+        "| overcommit | contended: hostkvm / nohint | holders preempted, not deferred: pvlock-hostkvm | holders preempted: pvlock-nohint | hostkvm / nohint, same boot | workloads of the guests (hostkvm; nohint) |\n|---|---|---|---|---|---|\n",
+    );
+    let count = |m: Mode, oc: Overcommit, f: fn(&crate::stats::HostSummary) -> Option<Agg>| {
+        s.host(oc, m)
+            .and_then(f)
+            .map(|a| fmt_count_agg(&a))
+            .unwrap_or_else(|| "-".into())
+    };
+    for oc in ocs {
+        let ratio = match s.hint(oc).and_then(|h| h.agg) {
+            Some(a) => {
+                let mut r = fmt_ratio(&a);
+                if a.n < reps as usize {
+                    let _ = write!(r, " (n={}/{reps})", a.n);
+                }
+                r
+            }
+            None => "-".into(),
+        };
+        let ws = |m: Mode| {
+            workloads_of(s, oc, m)
+                .iter()
+                .map(|w| w.label())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {} | {ratio} | {}; {} |",
+            oc.label(),
+            ratio_cell(s, oc, w, Mode::HostKvm, Mode::NoHint, reps),
+            count(Mode::HostKvm, oc, |h| h.not_deferred),
+            count(Mode::NoHint, oc, |h| h.holder_preemptions),
+            ws(Mode::HostKvm),
+            ws(Mode::NoHint),
+        );
+    }
+    Some(t)
+}
+
 /// The goals table, then the goals outside this run's matrix in one line.
 pub fn goals_table(s: &Summary) -> String {
     let mut t = String::from(
@@ -485,7 +602,7 @@ pub fn markdown(r: &Results) -> String {
     );
     let _ = writeln!(
         o,
-        "- kernel {}, pvlock {}; L1: QEMU TCG with 3 vCPUs, its guests confined to 2 of them (KVM host, no pause-loop exiting), host_kvm force=1 loaded before the first guest of every L1 boot with a pvlock mode; L2: KVM guests in L1 (pvlock-kickcpu with guest_pvlock kick=1, pvlock-static with adaptive=0; every guest_pvlock guest waits {} s after the load, for the adaptive lock to settle, before it reads what it runs)",
+        "- kernel {}, pvlock {}; L1: QEMU TCG with 3 vCPUs, its guests confined to 2 of them (KVM host, no pause-loop exiting), host_kvm force=1 loaded before the first guest of every L1 boot with a pvlock mode; L2: KVM guests in L1 (pvlock-kickcpu with guest_pvlock kick=1, pvlock-static with adaptive=0, pvlock-nohint with hint=2; every guest_pvlock guest waits {} s after the load, for the adaptive lock to settle, before it reads what it runs)",
         r.kernel,
         r.git,
         crate::matrix::SETTLE_SECS
@@ -500,7 +617,7 @@ pub fn markdown(r: &Results) -> String {
     );
     let _ = writeln!(
         o,
-        "- ratios say how much better pvlock did: throughput pvlock / base, for hackbench time base / pvlock; the limit ratio is pvlock with 4 vCPUs over native-2vcpu (1 means overcommit costs nothing); hostkvm / static is the adaptive lock over the same lock held installed (1 means following the host costs nothing); Max/Min is locktorture's per-writer spread (1 is perfectly fair)"
+        "- ratios say how much better pvlock did: throughput pvlock / base, for hackbench time base / pvlock; the limit ratio is pvlock with 4 vCPUs over native-2vcpu (1 means overcommit costs nothing); hostkvm / static is the adaptive lock over the same lock held installed (1 means following the host costs nothing); hostkvm / nohint is the lock with the critical-section hint over the same lock whose hint the host only observes (1 means the hint gains nothing); Max/Min is locktorture's per-writer spread (1 is perfectly fair)"
     );
     if let Some(only) = &r.only {
         let _ = writeln!(o, "- only the cells matching `{only}`");
@@ -521,6 +638,18 @@ pub fn markdown(r: &Results) -> String {
         let _ = writeln!(
             o,
             "## What the adaptive lock ran\n\nPer cell of a guest_pvlock mode: the share of the workload's time on the native lock (guest_pvlock parked by the host's advice), median [min, max] over the repetitions, and the switches to native / to pvlock during the workloads, summed over the repetitions and guests; from the pvlock-stat snapshots before and after each workload, of the measurements with a number. Expected: native at 1x, pvlock (0 switches) under overcommit; pvlock-static never switches.\n\n{t}"
+        );
+    }
+    if let Some(t) = hint_table(&r.summary, reps) {
+        let _ = writeln!(
+            o,
+            "## The critical-section hint, on / off\n\npvlock-hostkvm (guest_pvlock as it ships, hint=1: host_kvm may let a vCPU in a critical section run on a little instead of preempting it) against pvlock-nohint (hint=2: host_kvm only counts those preemptions and defers none). The gain is the contended throughput ratio, median [lo, hi] of the in-repetition ratios (goal >= 1, no loss). The preemptions are host_kvm's counters per L1 boot over each mode's guests, median [min, max] over the repetitions: they cover each guest's **whole boot, every workload of the mode**, not the contended workload alone; where pvlock-hostkvm's guests run more workloads than pvlock-nohint's (the full matrix), its counts cover more work, and pvlock-static's row below (hint on, contended only, like pvlock-nohint) is the like-for-like number. hostkvm / nohint, same boot: pvlock-hostkvm's holders' preemptions not deferred over pvlock-nohint's holders' preemptions in the same L1 boot, median [lo, hi] over the repetitions; below 1, fewer preemptions of vCPUs in a critical section with the hint.\n\n{t}"
+        );
+    }
+    if let Some(t) = host_table(&r.summary, reps) {
+        let _ = writeln!(
+            o,
+            "## Lock holders preempted (host_kvm), per guest_pvlock mode\n\nhost_kvm's counters over all of L1's VMs, the differences of L1's snapshots right before and right after each mode's guests: they cover each guest's **whole boot, every workload listed, not the contended workload alone**. Per L1 boot, median [min, max] over the repetitions in which every measurement of the mode at that level has a number and came from one boot. Lock holders preempted: reschedules of a vCPU whose guest was in a critical section (`holder_preemptions`; guests with the hint on, hint=1, and observed, hint=2); deferred: those host_kvm let run on instead (`grants`, hint=1 only); not deferred: the difference.\n\n{t}"
         );
     }
     if let Some(t) = kicks_table(r) {
@@ -696,29 +825,35 @@ pub(crate) mod tests {
         assert_eq!(lines.len(), 4, "{t}");
         assert_eq!(
             lines[0],
-            "| overcommit | native | native-2vcpu | upstream-pv | pvlock-kickcpu | pvlock-hostkvm | pvlock-static | kickcpu / native | kickcpu / upstream | kickcpu / native-2vcpu | hostkvm / native | hostkvm / upstream | hostkvm / native-2vcpu | hostkvm / static | Max/Min native | Max/Min native-2vcpu | Max/Min upstream | Max/Min kickcpu | Max/Min hostkvm | Max/Min static |"
+            "| overcommit | native | native-2vcpu | upstream-pv | pvlock-kickcpu | pvlock-hostkvm | pvlock-static | pvlock-nohint | kickcpu / native | kickcpu / upstream | kickcpu / native-2vcpu | hostkvm / native | hostkvm / upstream | hostkvm / native-2vcpu | hostkvm / static | hostkvm / nohint | Max/Min native | Max/Min native-2vcpu | Max/Min upstream | Max/Min kickcpu | Max/Min hostkvm | Max/Min static | Max/Min nohint |"
         );
-        assert_eq!(lines[1].matches("---|").count(), 20);
+        assert_eq!(lines[1].matches("---|").count(), 23);
         let row: Vec<&str> = lines[3].split(" | ").collect();
         assert_eq!(row[0], "| 2x (4 vCPUs / 2)");
         assert_eq!(row[1], "15.0k [10.0k, 20.0k] (n=2/3; 1 timeout)");
         assert_eq!(row[2], "1.00M [500k, 1.50M]");
         assert_eq!(row[6], "960k [480k, 1.44M]");
-        assert_eq!(row[8], "1.10 [1.05, 1.15] **MISS < 1.2**");
-        assert_eq!(row[9], "0.880 [0.840, 0.920] (undecided at 0.9)");
-        assert_eq!(row[11], "1.30 [1.25, 1.35]");
+        assert_eq!(row[7], "880k [440k, 1.32M]");
+        assert_eq!(row[9], "1.10 [1.05, 1.15] **MISS < 1.2**");
+        assert_eq!(row[10], "0.880 [0.840, 0.920] (undecided at 0.9)");
+        assert_eq!(row[12], "1.30 [1.25, 1.35]");
         // The adaptive lock over the static one, goal >= 1.
-        assert_eq!(row[13], "1.08 [1.04, 1.12]");
-        assert_eq!(row[14], "500 [500, 500] (n=2/3; 1 timeout)");
-        // native-2vcpu only runs at 2x, pvlock-static only under
-        // overcommit.
+        assert_eq!(row[14], "1.08 [1.04, 1.12]");
+        // The hint on over off, goal >= 1: the gain at 2x.
+        assert_eq!(row[15], "1.18 [1.14, 1.23]");
+        assert_eq!(row[16], "500 [500, 500] (n=2/3; 1 timeout)");
+        assert_eq!(row[22], "1.40 [1.40, 1.40] |");
+        // native-2vcpu only runs at 2x, pvlock-static and pvlock-nohint
+        // only under overcommit.
         let row: Vec<&str> = lines[2].split(" | ").collect();
         assert_eq!(row[0], "| 1x (2 vCPUs / 2)");
         assert_eq!(row[2], "-");
         assert_eq!(row[6], "-");
-        assert_eq!(row[9], "-");
-        assert_eq!(row[13], "-");
-        assert_eq!(row[7], "1.00 [0.950, 1.05] (undecided at 0.97)");
+        assert_eq!(row[7], "-");
+        assert_eq!(row[10], "-");
+        assert_eq!(row[14], "-");
+        assert_eq!(row[15], "-");
+        assert_eq!(row[8], "1.00 [0.950, 1.05] (undecided at 0.97)");
         assert!(workload_table(&r.summary, Workload::Hackbench, 3).is_none());
         assert!(workload_table(&r.summary, Workload::StressNg, 3).is_none());
     }
@@ -784,7 +919,11 @@ pub(crate) mod tests {
             t.contains("| pvlock-static | 3 | 3 | 0 | 3 | 3 | 0 | 0 | 0 | 0 | 0% |"),
             "{t}"
         );
-        assert_eq!(t.lines().count(), 2 + 6);
+        assert!(
+            t.contains("| pvlock-nohint | 3 | 3 | 0 | 3 | 3 | 0 | 0 | 0 | 0 | 0% |"),
+            "{t}"
+        );
+        assert_eq!(t.lines().count(), 2 + 7);
     }
 
     #[test]
@@ -799,7 +938,8 @@ pub(crate) mod tests {
              | 1x | pvlock-hostkvm | native 100%, 0/0 switches | native 100%, 0/0 switches |\n\
              | 2x | pvlock-kickcpu | native 0%, 0/0 switches (n=2/3) | - |\n\
              | 2x | pvlock-hostkvm | native 0%, 0/0 switches | - |\n\
-             | 2x | pvlock-static | native 0%, 0/0 switches | - |\n"
+             | 2x | pvlock-static | native 0%, 0/0 switches | - |\n\
+             | 2x | pvlock-nohint | native 0%, 0/0 switches | - |\n"
         );
         let md = markdown(&r);
         assert!(md.contains("## What the adaptive lock ran\n\nPer cell of a guest_pvlock mode: "));
@@ -815,6 +955,61 @@ pub(crate) mod tests {
         r.summary = summarize(&r.measurements, &[], &r.cells(), 3);
         let t = adaptive_table(&r.summary, 3).unwrap();
         assert!(t.contains("| 2x | pvlock-static | n/a | - |"), "{t}");
+    }
+
+    #[test]
+    fn lock_holders_preempted_and_the_hint() {
+        let r = results();
+        let t = host_table(&r.summary, 3).unwrap();
+        assert_eq!(
+            t,
+            "| overcommit | mode | workloads of its guests | lock holders preempted | deferred (grants) | share deferred | not deferred |\n\
+             |---|---|---|---|---|---|---|\n\
+             | 1x | pvlock-kickcpu | contended | 20 | 20 | 100% | 0 |\n\
+             | 1x | pvlock-hostkvm | uncontended, contended | 20 | 20 | 100% | 0 |\n\
+             | 2x | pvlock-kickcpu | contended | 1000 | 850 | 85% | 150 |\n\
+             | 2x | pvlock-hostkvm | contended | 1000 | 840 [820, 860] | 84% [82%, 86%] | 160 [140, 180] |\n\
+             | 2x | pvlock-static | contended | 1000 | 850 | 85% | 150 |\n\
+             | 2x | pvlock-nohint | contended | 1100 [1000, 1200] | 0 | 0% | 1100 [1000, 1200] |\n"
+        );
+        let t = hint_table(&r.summary, 3).unwrap();
+        assert_eq!(
+            t,
+            "| overcommit | contended: hostkvm / nohint | holders preempted, not deferred: pvlock-hostkvm | holders preempted: pvlock-nohint | hostkvm / nohint, same boot | workloads of the guests (hostkvm; nohint) |\n\
+             |---|---|---|---|---|---|\n\
+             | 2x | 1.18 [1.14, 1.23] | 160 [140, 180] | 1100 [1000, 1200] | 0.145 [0.117, 0.180] | contended; contended |\n"
+        );
+        let md = markdown(&r);
+        let hint = md.find("## The critical-section hint, on / off\n").unwrap();
+        let host = md
+            .find("## Lock holders preempted (host_kvm), per guest_pvlock mode\n")
+            .unwrap();
+        assert!(hint < host, "{md}");
+        assert!(md[host..]
+            .contains("**whole boot, every workload listed, not the contended workload alone**"));
+        assert!(md.contains("| 2x contended, hint on / off: pvlock-hostkvm / pvlock-nohint | >= 1 | 1.18 | [1.14, 1.23] 75.0%, n=3 | PASS (+18% of target); lock holders preempted per L1 boot (whole guest boots), not deferred: pvlock-hostkvm 160 [140, 180] of 1000, pvlock-nohint 1100 [1000, 1200], ratio 0.145 [0.117, 0.180] (n=3) |"), "{md}");
+        // A failed nohint measurement: n=2/3 in both tables, the gain
+        // flagged as it is decided.
+        let mut r = r;
+        for m in r
+            .measurements
+            .iter_mut()
+            .filter(|m| m.key.mode == Mode::NoHint && m.rep == 3)
+        {
+            m.status = Status::Failed;
+            m.value = None;
+        }
+        r.summary = summarize(&r.measurements, &[], &r.cells(), 3);
+        let t = host_table(&r.summary, 3).unwrap();
+        assert!(
+            t.contains("| 2x | pvlock-nohint | contended | 1050 [1000, 1100] (n=2/3) | 0 |"),
+            "{t}"
+        );
+        let t = hint_table(&r.summary, 3).unwrap();
+        assert!(
+            t.contains("| 2x | 1.16 [1.14, 1.18] (n=2/3) | 160 [140, 180] | 1050 [1000, 1100] | 0.163 [0.145, 0.180] (n=2/3) |"),
+            "{t}"
+        );
     }
 
     #[test]
@@ -842,9 +1037,11 @@ pub(crate) mod tests {
             .as_object_mut()
             .unwrap()
             .remove("stressng_secs");
-        // ... and before the adaptive lock: no instance has its record.
+        // ... and before the adaptive lock: no instance has its record;
+        // and before L1's snapshots per mode: no host counters.
         for m in o["measurements"].as_array_mut().unwrap() {
             m.as_object_mut().unwrap().remove("position");
+            m.as_object_mut().unwrap().remove("host");
             for i in m["instances"].as_array_mut().unwrap() {
                 assert!(i.as_object_mut().unwrap().remove("adaptive").is_some());
             }
@@ -865,6 +1062,18 @@ pub(crate) mod tests {
         // notes, every measurement still there.
         assert!(back.measurements.iter().all(|m| m.adaptive().is_none()));
         assert!(!md.contains("## What the adaptive lock ran"), "{md}");
+        assert!(back.measurements.iter().all(|m| m.host.is_none()));
+        assert!(!md.contains("## Lock holders preempted"), "{md}");
+        // The hint's gain is still there, without host_kvm's counts.
+        assert!(
+            md.contains("## The critical-section hint, on / off"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 2x | 1.18 [1.14, 1.23] | - | - | - | contended; contended |"),
+            "{md}"
+        );
+        assert!(md.contains("| 2x contended, hint on / off: pvlock-hostkvm / pvlock-nohint | >= 1 | 1.18 | [1.14, 1.23] 75.0%, n=3 | PASS (+18% of target) |"), "{md}");
         assert!(md.contains("| 2x contended, adaptive / static: pvlock-hostkvm / pvlock-static | >= 1 | 1.08 | [1.04, 1.12] 75.0%, n=3 | PASS (+8.3% of target) |"), "{md}");
         assert_eq!(back.measurements.len(), results().measurements.len());
         let _ = std::fs::remove_dir_all(&dir);

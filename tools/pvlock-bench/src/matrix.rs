@@ -11,6 +11,14 @@
 //! parks its lock and the native queued spinlock runs. pvlock-kickcpu and
 //! pvlock-hostkvm measure that lock as it ships; pvlock-static measures
 //! pvlock held installed (`adaptive=0`), where the two should not differ.
+//!
+//! guest_pvlock also registers each CPU's preemption count with host_kvm
+//! (the critical-section hint, `hint=1` by default), and host_kvm lets a
+//! lock holder run on a little instead of preempting it. pvlock-nohint
+//! measures the same lock with `hint=2`: the host only counts the lock
+//! holders it preempts and defers none. L1 takes a statistics snapshot of
+//! host_kvm after each mode's guests, so that its `holder_preemptions` and
+//! `grants` are known per mode.
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -118,23 +126,32 @@ pub enum Mode {
     /// following the host costs nothing there.
     #[serde(rename = "pvlock-static")]
     Static,
+    /// guest_pvlock with `hint=2` and host_kvm in L1: pvlock-hostkvm's
+    /// lock (adaptive, the project's lock wait) whose critical-section
+    /// hint the host only observes: it counts the reschedules of a vCPU
+    /// that holds a lock and defers none. Measured where pvlock-static is,
+    /// to show what the hint gains (pvlock-hostkvm / pvlock-nohint).
+    #[serde(rename = "pvlock-nohint")]
+    NoHint,
 }
 
 impl Mode {
     /// Every mode, in the canonical order: repetition 1 runs an L1 boot's
     /// modes in this order, repetition r rotates it left by r-1 (see
     /// [`plan`]).
-    pub const ALL: [Mode; 6] = [
+    pub const ALL: [Mode; 7] = [
         Mode::Native,
         Mode::NativeTwo,
         Mode::Upstream,
         Mode::KickCpu,
         Mode::HostKvm,
         Mode::Static,
+        Mode::NoHint,
     ];
     /// The modes measured in every cell of the full matrix
     /// (native-2vcpu is only the limit ratio's cell, pvlock-static only
-    /// the adaptive / static ratio's).
+    /// the adaptive / static ratio's, pvlock-nohint only the hint on /
+    /// off ratio's).
     pub const MAIN: [Mode; 4] = [Mode::Native, Mode::Upstream, Mode::KickCpu, Mode::HostKvm];
     /// The project's modes as they ship (adaptive), the ones the goals
     /// against native and upstream are about.
@@ -144,8 +161,10 @@ impl Mode {
     /// Every ratio the tables show and the goals use, as (numerator,
     /// denominator), in the order of the tables' columns: each of
     /// [`Mode::PVLOCK`] against each of [`Mode::BASES`], then the adaptive
-    /// lock against the static one (`hostkvm / static`, where both run).
-    pub const RATIOS: [(Mode, Mode); 7] = [
+    /// lock against the static one (`hostkvm / static`, where both run),
+    /// then the lock with the critical-section hint against the one
+    /// without (`hostkvm / nohint`).
+    pub const RATIOS: [(Mode, Mode); 8] = [
         (Mode::KickCpu, Mode::Native),
         (Mode::KickCpu, Mode::Upstream),
         (Mode::KickCpu, Mode::NativeTwo),
@@ -153,6 +172,7 @@ impl Mode {
         (Mode::HostKvm, Mode::Upstream),
         (Mode::HostKvm, Mode::NativeTwo),
         (Mode::HostKvm, Mode::Static),
+        (Mode::HostKvm, Mode::NoHint),
     ];
 
     /// The name in cell ids, tables and `results.json`.
@@ -164,6 +184,7 @@ impl Mode {
             Mode::KickCpu => "pvlock-kickcpu",
             Mode::HostKvm => "pvlock-hostkvm",
             Mode::Static => "pvlock-static",
+            Mode::NoHint => "pvlock-nohint",
         }
     }
 
@@ -176,6 +197,7 @@ impl Mode {
             Mode::KickCpu => "kickcpu",
             Mode::HostKvm => "hostkvm",
             Mode::Static => "static",
+            Mode::NoHint => "nohint",
         }
     }
 
@@ -188,6 +210,7 @@ impl Mode {
             Mode::KickCpu => "kickcpu",
             Mode::HostKvm => "hostkvm",
             Mode::Static => "static",
+            Mode::NoHint => "nohint",
         }
     }
 
@@ -211,26 +234,32 @@ impl Mode {
 
     /// The guest loads guest_pvlock.
     pub fn loads_guest_pvlock(self) -> bool {
-        matches!(self, Mode::KickCpu | Mode::HostKvm | Mode::Static)
+        matches!(
+            self,
+            Mode::KickCpu | Mode::HostKvm | Mode::Static | Mode::NoHint
+        )
     }
 
     /// The guest's `load` step arguments: guest_pvlock and its parameters
     /// (`kick=1` forces HLT and KVM_HC_KICK_CPU although L1 offers the
     /// project's hypercalls; `adaptive=0` keeps pvlock installed whatever
-    /// the host advises); empty if it loads nothing.
+    /// the host advises; `hint=2` lets the host count the lock holders it
+    /// preempts but defer none); empty if it loads nothing.
     pub fn guest_pvlock_args(self) -> &'static [&'static str] {
         match self {
-            Mode::KickCpu => &["guest_pvlock", "kick=1"],
+            Mode::KickCpu => &["guest_pvlock", "kick=1", "hint=0"],
             Mode::HostKvm => &["guest_pvlock"],
             Mode::Static => &["guest_pvlock", "adaptive=0"],
+            Mode::NoHint => &["guest_pvlock", "hint=2"],
             _ => &[],
         }
     }
 
     /// guest_pvlock follows the host's advice in this mode (it may run
-    /// the native lock): the modes that load it as it ships.
+    /// the native lock): the modes that load it as it ships, and
+    /// pvlock-nohint (adaptive as it ships, only the hint differs).
     pub fn is_adaptive(self) -> bool {
-        matches!(self, Mode::KickCpu | Mode::HostKvm)
+        matches!(self, Mode::KickCpu | Mode::HostKvm | Mode::NoHint)
     }
 
     /// vCPUs of each of this mode's guests at overcommit `oc`.
@@ -417,7 +446,9 @@ pub struct Settings {
 
 // The time model of the estimate (seconds when nothing is lost), from the
 // runs on this machine: an L1 boot takes about 8 s, an L2 boot 12-20 s,
-// loading guest_pvlock 2-4 s.
+// loading guest_pvlock 2-4 s. L1's snapshots of host_kvm's statistics
+// (one after the load, one after each mode's guests) take about 0.1 s
+// each and are not counted.
 /// L1: boot, and its last steps and power-off.
 const T_L1: f64 = 8.0 + 2.0;
 /// L1 loads host_kvm.
@@ -538,18 +569,29 @@ impl Settings {
 
 /// The levels at which pvlock-static runs: contended under overcommit,
 /// where the adaptive lock should stay on pvlock (never at 1x, where it
-/// runs the native lock by design).
+/// runs the native lock by design). pvlock-nohint runs at the same ones:
+/// under overcommit, where the host preempts lock holders.
 pub const STATIC_LEVELS: [Overcommit; 3] = [Overcommit::X2, Overcommit::X3, Overcommit::Two];
+
+/// The id of L1's snapshot of host_kvm's statistics right after it loads
+/// host_kvm, before the first guest.
+pub const HOST_STAT_START: &str = "host-stat-start";
+
+/// The id of L1's snapshot of host_kvm's statistics right after the `l2`
+/// step of `mode` (its guests have powered off).
+pub fn host_stat_id(mode: Mode) -> String {
+    format!("host-stat-{}", mode.group())
+}
 
 /// The cells of the quick or the full matrix.
 ///
-/// Quick: 2x contended in every mode (native-2vcpu and pvlock-static
-/// included); 1x contended in native, upstream-pv and both pvlock modes;
-/// 1x uncontended in native and pvlock-hostkvm (the fast path does not
-/// depend on the kick). Full: every overcommit level, workload and main
-/// mode, but the native lock's macro workloads under overcommit;
-/// native-2vcpu in 2x contended; pvlock-static contended at 2x, 3x and two
-/// guests ([`STATIC_LEVELS`]).
+/// Quick: 2x contended in every mode (native-2vcpu, pvlock-static and
+/// pvlock-nohint included); 1x contended in native, upstream-pv and both
+/// pvlock modes; 1x uncontended in native and pvlock-hostkvm (the fast
+/// path does not depend on the kick). Full: every overcommit level,
+/// workload and main mode, but the native lock's macro workloads under
+/// overcommit; native-2vcpu in 2x contended; pvlock-static and
+/// pvlock-nohint contended at 2x, 3x and two guests ([`STATIC_LEVELS`]).
 pub fn cells(quick: bool) -> Vec<Cell> {
     let cell = |overcommit, workload, mode| Cell {
         overcommit,
@@ -558,8 +600,9 @@ pub fn cells(quick: bool) -> Vec<Cell> {
     };
     let mut v = Vec::new();
     if quick {
-        // pvlock-static among them: the adaptive / static goal at 2x, the
-        // one of its levels the quick matrix has.
+        // pvlock-static and pvlock-nohint among them: the adaptive /
+        // static and the hint on / off goals at 2x, the one of their
+        // levels the quick matrix has.
         for mode in Mode::ALL {
             v.push(cell(Overcommit::X2, Workload::Contended, mode));
         }
@@ -587,6 +630,7 @@ pub fn cells(quick: bool) -> Vec<Cell> {
         v.push(cell(Overcommit::X2, Workload::Contended, Mode::NativeTwo));
         for overcommit in STATIC_LEVELS {
             v.push(cell(overcommit, Workload::Contended, Mode::Static));
+            v.push(cell(overcommit, Workload::Contended, Mode::NoHint));
         }
     }
     v.sort();
@@ -684,6 +728,23 @@ impl Unit {
         self.host_kvm
     }
 
+    /// The ids of L1's snapshots of host_kvm's statistics around the
+    /// guests of `mode`: the one right before its `l2` step (after the
+    /// load for the first mode, else after the previous mode's guests)
+    /// and the one right after; `None` if L1 takes none (no host_kvm) or
+    /// the unit has no such mode.
+    pub fn host_stats_around(&self, mode: Mode) -> Option<(String, String)> {
+        if !self.loads_host_kvm() {
+            return None;
+        }
+        let k = self.modes.iter().position(|(m, _)| *m == mode)?;
+        let before = match k {
+            0 => HOST_STAT_START.to_string(),
+            k => host_stat_id(self.modes[k - 1].0),
+        };
+        Some((before, host_stat_id(mode)))
+    }
+
     /// Its cells, in run order.
     pub fn cells(&self) -> Vec<Cell> {
         let mut v = Vec::new();
@@ -760,10 +821,16 @@ impl Unit {
         // host_kvm first, so that every guest of the boot runs on the same
         // host whatever the order; pvlock-kickcpu keeps to the stock kick
         // with kick=1.
+        // L1 snapshots host_kvm's statistics right after the load and
+        // after each mode's guests: the difference of consecutive
+        // snapshots is what host_kvm counted over that mode's guests
+        // (their whole boot), e.g. the lock holders it preempted and the
+        // preemptions it deferred (see `extract::HostRun`).
         if self.loads_host_kvm() {
             l1.push(
                 r#"{ run = "load", args = ["host_kvm", "force=1"], id = "host_kvm" }"#.to_string(),
             );
+            l1.push(format!(r#"{{ run = "stat", id = "{HOST_STAT_START}" }}"#));
         }
         for (mode, ws) in &self.modes {
             let vcpus = mode.vcpus(oc);
@@ -774,6 +841,12 @@ impl Unit {
                 mode.group(),
                 mode.group()
             ));
+            if self.loads_host_kvm() {
+                l1.push(format!(
+                    r#"{{ run = "stat", id = "{}" }}"#,
+                    host_stat_id(*mode)
+                ));
+            }
             let mut steps = Vec::new();
             if mode.loads_guest_pvlock() {
                 let args: Vec<String> = mode
@@ -849,9 +922,8 @@ impl Unit {
                 steps.join(",\n  ")
             );
         }
-        if self.loads_host_kvm() {
-            l1.push(r#"{ run = "stat", id = "host-stat" }"#.to_string());
-        }
+        // (The snapshot after the last mode's guests is the one after the
+        // last guest, which a `host-stat` step used to take.)
         l1.push(r#"{ run = "warnings" }"#.to_string());
         let modes: Vec<&str> = self.modes.iter().map(|(m, _)| m.label()).collect();
         format!(
@@ -940,10 +1012,11 @@ mod tests {
         let c = cells(false);
         // Every level, workload and main mode, but native's macro
         // workloads under overcommit (3 levels x 2); native-2vcpu; and
-        // pvlock-static contended at 2x, 3x and two guests.
-        assert_eq!(c.len(), 4 * 4 * 4 - 3 * 2 + 1 + 3);
+        // pvlock-static and pvlock-nohint contended at 2x, 3x and two
+        // guests.
+        assert_eq!(c.len(), 4 * 4 * 4 - 3 * 2 + 1 + 3 + 3);
         let ids: std::collections::BTreeSet<String> = c.iter().map(Cell::id).collect();
-        assert_eq!(ids.len(), 62);
+        assert_eq!(ids.len(), 65);
         assert!(ids.contains("two-guests/hackbench/pvlock-hostkvm"));
         assert!(ids.contains("3x/uncontended/native"));
         assert!(ids.contains("3x/contended/native"));
@@ -969,6 +1042,19 @@ mod tests {
                 "two-guests/contended/pvlock-static"
             ]
         );
+        // pvlock-nohint where pvlock-static is.
+        let nohints: Vec<&String> = ids
+            .iter()
+            .filter(|i| i.ends_with("/pvlock-nohint"))
+            .collect();
+        assert_eq!(
+            nohints,
+            [
+                "2x/contended/pvlock-nohint",
+                "3x/contended/pvlock-nohint",
+                "two-guests/contended/pvlock-nohint"
+            ]
+        );
         let s = Settings::new(false, None, 1);
         assert_eq!(s.reps, 5);
         let units = plan(&c, s.reps);
@@ -976,14 +1062,15 @@ mod tests {
         for u in &units {
             let want = match u.overcommit {
                 Overcommit::X1 => 4,
-                Overcommit::X2 => 6,
-                Overcommit::X3 | Overcommit::Two => 5,
+                Overcommit::X2 => 7,
+                Overcommit::X3 | Overcommit::Two => 6,
             };
             assert_eq!(u.modes.len(), want, "{}", u.name());
-            // pvlock-static needs host_kvm, as pvlock-hostkvm does.
+            // pvlock-static and pvlock-nohint need host_kvm, as
+            // pvlock-hostkvm does.
             assert!(u.loads_host_kvm());
             for (m, ws) in &u.modes {
-                if matches!(m, Mode::NativeTwo | Mode::Static) {
+                if matches!(m, Mode::NativeTwo | Mode::Static | Mode::NoHint) {
                     assert_eq!(ws, &[Workload::Contended]);
                 } else if *m == Mode::Native && u.overcommit != Overcommit::X1 {
                     assert_eq!(ws, &[Workload::Uncontended, Workload::Contended]);
@@ -995,22 +1082,26 @@ mod tests {
         // The estimate of the full matrix, 5 repetitions, when nothing is
         // lost: an L1 boot 10 + 1 (host_kvm) + native 67 + upstream 72 +
         // kickcpu 78 + hostkvm 78 (each 3 s to settle after the load) =
-        // 306 s at 1x; under overcommit native 42 (no macro workloads) and
-        // pvlock-static 15 + 3 + 3 + 14 + 2 = 37, 318 s; at 2x 31 s more
-        // for native-2vcpu, 349 s; 1291 s per repetition, 6455 s (107 min
-        // 35 s) in all.
+        // 306 s at 1x; under overcommit native 42 (no macro workloads),
+        // pvlock-static 15 + 3 + 3 + 14 + 2 = 37 and pvlock-nohint as
+        // much, 355 s; at 2x 31 s more for native-2vcpu, 386 s; 1402 s per
+        // repetition, 7010 s (116 min 50 s) in all. It was 6455 s (107
+        // min 35 s) before pvlock-nohint: its three guests per repetition
+        // add 111 s. (L1's snapshots of host_kvm, about 0.1 s each, are
+        // not counted.)
         let one = plan(&c, 1);
         let per: Vec<f64> = one.iter().map(|u| u.expected_secs(&s)).collect();
-        assert_eq!(per, [306.0, 349.0, 318.0, 318.0]);
-        assert_eq!(total_secs(&units, &s), 6455.0);
+        assert_eq!(per, [306.0, 386.0, 355.0, 355.0]);
+        assert_eq!(total_secs(&units, &s), 7010.0);
     }
 
     #[test]
     fn quick_matrix_answers_the_goals() {
         let c = cells(true);
         let ids: Vec<String> = c.iter().map(Cell::id).collect();
-        // 2x contended in every mode: pvlock-static's one cell in the
-        // quick matrix, for the adaptive / static goal at 2x.
+        // 2x contended in every mode: pvlock-static's and pvlock-nohint's
+        // one cell each in the quick matrix, for the adaptive / static
+        // and the hint on / off goals at 2x.
         for m in Mode::ALL {
             assert!(ids.contains(&format!("2x/contended/{}", m.label())));
         }
@@ -1020,10 +1111,9 @@ mod tests {
         }
         assert!(ids.contains(&"1x/uncontended/native".to_string()));
         assert!(ids.contains(&"1x/uncontended/pvlock-hostkvm".to_string()));
-        assert!(!ids
-            .iter()
-            .any(|i| i.starts_with("1x/") && i.ends_with("pvlock-static")));
-        assert_eq!(c.len(), 6 + 4 + 2);
+        assert!(!ids.iter().any(|i| i.starts_with("1x/")
+            && (i.ends_with("pvlock-static") || i.ends_with("pvlock-nohint"))));
+        assert_eq!(c.len(), 7 + 4 + 2);
         assert!(!c.iter().any(|c| c.workload.is_macro()));
         let s = Settings::new(true, None, 1);
         assert_eq!(s.reps, 3);
@@ -1032,16 +1122,18 @@ mod tests {
         assert_eq!(units.len(), 6);
         // The estimate: per repetition, the 1x boot 10 + 1 (host_kvm) +
         // native 37 + upstream 26 + kickcpu 32 + hostkvm 43 (each 3 s to
-        // settle after the load) = 149 s, the 2x boot 10 + 1 + 3 x 26 + 3
-        // x 32 (kickcpu, hostkvm, static) = 185 s; 3 repetitions: 1002 s,
-        // 16 min 42 s. It was 14 min 30 s before the adaptive lock: the
-        // settling alone makes it 15 min 06 s, pvlock-static's 2x guest
-        // the rest. (Quick runs have taken about half their estimate.)
+        // settle after the load) = 149 s, the 2x boot 10 + 1 + 3 x 26 + 4
+        // x 32 (kickcpu, hostkvm, static, nohint) = 217 s; 3 repetitions:
+        // 1098 s, 18 min 18 s. It was 14 min 30 s before the adaptive
+        // lock: the settling alone makes it 15 min 06 s, pvlock-static's
+        // 2x guest 16 min 42 s, pvlock-nohint's 2x guest (32 s a
+        // repetition) the rest. (Quick runs have taken about half their
+        // estimate.)
         let per: Vec<f64> = units[..2].iter().map(|u| u.expected_secs(&s)).collect();
-        assert_eq!(per, [149.0, 185.0]);
+        assert_eq!(per, [149.0, 217.0]);
         let est = total_secs(&units, &s);
-        assert_eq!(est, 1002.0);
-        assert!(est < 17.0 * 60.0, "quick mode is estimated at {est} s");
+        assert_eq!(est, 1098.0);
+        assert!(est < 19.0 * 60.0, "quick mode is estimated at {est} s");
         assert_eq!(Settings::new(true, Some(5), 1).reps, 5);
     }
 
@@ -1079,7 +1171,9 @@ mod tests {
             .iter()
             .find(|u| u.overcommit == Overcommit::X2)
             .unwrap();
-        assert_eq!(x2.order().last(), Some(&m));
+        // After pvlock-hostkvm in the canonical order (pvlock-nohint
+        // last).
+        assert_eq!(x2.position(m), Some(6));
         assert!(x2.loads_host_kvm());
         let text = x2.scenario_toml(&s);
         let group = &text[text.find("group = \"static\"").unwrap()..];
@@ -1107,6 +1201,153 @@ mod tests {
     }
 
     #[test]
+    fn pvlock_nohint_is_the_lock_whose_hint_the_host_only_counts() {
+        let m = Mode::NoHint;
+        assert_eq!(
+            (m.label(), m.group(), m.short()),
+            ("pvlock-nohint", "nohint", "nohint")
+        );
+        assert_eq!(m.guest_pvlock_args(), ["guest_pvlock", "hint=2"]);
+        // The same lock as pvlock-hostkvm: adaptive, the project's lock
+        // wait (no kick=1).
+        assert!(m.loads_guest_pvlock() && m.is_adaptive() && !m.is_native());
+        assert!(!Mode::PVLOCK.contains(&m));
+        assert!(Mode::RATIOS.contains(&(Mode::HostKvm, m)));
+        assert!(!Mode::RATIOS.contains(&(Mode::KickCpu, m)));
+        assert_eq!(
+            serde_json::to_value(m).unwrap(),
+            serde_json::json!("pvlock-nohint")
+        );
+        assert_eq!(
+            serde_json::from_value::<Mode>(serde_json::json!("pvlock-nohint")).unwrap(),
+            m
+        );
+        // Where pvlock-static is: contended only, at 2x, 3x and two
+        // guests (full), at 2x (quick).
+        for quick in [false, true] {
+            let c = cells(quick);
+            let levels = |mode: Mode| -> Vec<(Overcommit, Workload)> {
+                c.iter()
+                    .filter(|c| c.mode == mode)
+                    .map(|c| (c.overcommit, c.workload))
+                    .collect()
+            };
+            assert_eq!(levels(m), levels(Mode::Static));
+            let want: Vec<(Overcommit, Workload)> = if quick {
+                vec![(Overcommit::X2, Workload::Contended)]
+            } else {
+                STATIC_LEVELS
+                    .iter()
+                    .map(|oc| (*oc, Workload::Contended))
+                    .collect()
+            };
+            assert_eq!(levels(m), want);
+        }
+        // Its guest: host_kvm in L1 first, then guest_pvlock hint=2, the
+        // settling, `info`, the snapshot before the workload, only the
+        // contended workload; last in the canonical order.
+        let s = Settings::new(true, None, 1);
+        let units = plan(&cells(true), 1);
+        let x2 = units
+            .iter()
+            .find(|u| u.overcommit == Overcommit::X2)
+            .unwrap();
+        assert_eq!(x2.order().last(), Some(&m));
+        assert!(x2.loads_host_kvm());
+        let text = x2.scenario_toml(&s);
+        let group = &text[text.find("group = \"nohint\"").unwrap()..];
+        let group = &group[..group.find("\n]\n").unwrap()];
+        assert_eq!(
+            group,
+            "group = \"nohint\"\ncount = 1\ncpus = 4\ncmdline = \"\"\nsteps = [\n  \
+             { run = \"load\", args = [\"guest_pvlock\", \"hint=2\"], timeout = 60 },\n  \
+             { run = \"sleep\", args = [\"3\"] },\n  \
+             { run = \"info\" },\n  \
+             { run = \"hcmark\", args = [\"start\"] },\n  \
+             { run = \"stat\", id = \"stat-start\" },\n  \
+             { run = \"locktorture\", args = [\"spin_lock\", \"8\", \"5\"], timeout = 35, id = \"contended\" },\n  \
+             { run = \"hcmark\", args = [\"contended\"] },\n  \
+             { run = \"stat\", id = \"stat-contended\" },\n  \
+             { run = \"warnings\" },"
+        );
+        // Not at 1x; the other guests load guest_pvlock without hint=2.
+        let x1 = units
+            .iter()
+            .find(|u| u.overcommit == Overcommit::X1)
+            .unwrap();
+        assert_eq!(x1.position(m), None);
+        assert!(!x1.scenario_toml(&s).contains("hint=2"));
+        assert_eq!(text.matches("hint=2").count(), 1);
+    }
+
+    #[test]
+    fn l1_snapshots_host_kvm_after_each_modes_guests() {
+        let s = Settings::new(true, None, 1);
+        let units = plan(&cells(true), 2);
+        // Repetition 2 at 2x: the order rotated left by one.
+        let u = &units[3];
+        assert_eq!(u.name(), "r2-2x");
+        let text = u.scenario_toml(&s);
+        let l1 = &text[text.find("[l1]\nsteps = [\n").unwrap()..text.find("\n]\n").unwrap()];
+        let mut want = vec![
+            r#"{ run = "load", args = ["host_kvm", "force=1"], id = "host_kvm" }"#.to_string(),
+            r#"{ run = "stat", id = "host-stat-start" }"#.to_string(),
+        ];
+        for m in u.order() {
+            let g = m.group();
+            let to = u.l2_timeout(&s, m, &u.modes[u.position(m).unwrap() as usize - 1].1);
+            want.push(format!(
+                r#"{{ l2 = ["{g}"], timeout = {to}, id = "l2-{g}" }}"#
+            ));
+            want.push(format!(r#"{{ run = "stat", id = "host-stat-{g}" }}"#));
+        }
+        want.push(r#"{ run = "warnings" }"#.to_string());
+        let got: Vec<&str> = l1
+            .lines()
+            .skip(2)
+            .map(|l| l.trim().trim_end_matches(','))
+            .collect();
+        assert_eq!(got, want, "{text}");
+        // The snapshots around each mode's guests: the previous one
+        // before, its own after.
+        assert_eq!(u.order()[0], Mode::NativeTwo);
+        assert_eq!(
+            u.host_stats_around(Mode::NativeTwo),
+            Some(("host-stat-start".into(), "host-stat-nativetwo".into()))
+        );
+        assert_eq!(
+            u.host_stats_around(Mode::NoHint),
+            Some(("host-stat-static".into(), "host-stat-nohint".into()))
+        );
+        assert_eq!(
+            u.host_stats_around(Mode::Native),
+            Some(("host-stat-nohint".into(), "host-stat-native".into()))
+        );
+        // A make-up run has its own.
+        let again = u.retry_of(&[Mode::Native, Mode::HostKvm]);
+        assert_eq!(
+            again.host_stats_around(Mode::Native),
+            Some(("host-stat-hostkvm".into(), "host-stat-native".into()))
+        );
+        assert_eq!(again.host_stats_around(Mode::Static), None);
+        let t = again.scenario_toml(&s);
+        assert!(t.contains(r#"{ run = "stat", id = "host-stat-start" }"#));
+        assert_eq!(t.matches(r#"run = "stat", id = "host-stat-"#).count(), 3);
+        // No host_kvm, no snapshots.
+        let c: Vec<Cell> = [Mode::Native, Mode::Upstream]
+            .into_iter()
+            .map(|mode| Cell {
+                overcommit: Overcommit::X2,
+                workload: Workload::Contended,
+                mode,
+            })
+            .collect();
+        let bare = &plan(&c, 1)[0];
+        assert_eq!(bare.host_stats_around(Mode::Native), None);
+        assert!(!bare.scenario_toml(&s).contains("host-stat"));
+    }
+
+    #[test]
     fn interleaved_order() {
         let units = plan(&cells(true), 3);
         let names: Vec<String> = units.iter().map(Unit::name).collect();
@@ -1119,15 +1360,15 @@ mod tests {
         // left by r-1.
         assert_eq!(
             units[1].order(),
-            [Native, NativeTwo, Upstream, KickCpu, HostKvm, Static]
+            [Native, NativeTwo, Upstream, KickCpu, HostKvm, Static, NoHint]
         );
         assert_eq!(
             units[3].order(),
-            [NativeTwo, Upstream, KickCpu, HostKvm, Static, Native]
+            [NativeTwo, Upstream, KickCpu, HostKvm, Static, NoHint, Native]
         );
         assert_eq!(
             units[5].order(),
-            [Upstream, KickCpu, HostKvm, Static, Native, NativeTwo]
+            [Upstream, KickCpu, HostKvm, Static, NoHint, Native, NativeTwo]
         );
         assert_eq!(units[0].order(), [Native, Upstream, KickCpu, HostKvm]);
         assert_eq!(units[2].order(), [Upstream, KickCpu, HostKvm, Native]);
@@ -1150,13 +1391,13 @@ mod tests {
         assert_eq!(per_rep[0], per_rep[2]);
         assert_eq!(per_rep[0], cells(true));
         // Over k repetitions every mode runs once in every place: 3x has
-        // 5 modes (pvlock-static with the main four), 2x 6 (and
-        // native-2vcpu), so the default 5 repetitions square 3x and two
-        // guests, and 2x needs 6.
+        // 6 modes (pvlock-static and pvlock-nohint with the main four), 2x
+        // 7 (and native-2vcpu), so 3x and two guests need 6 repetitions
+        // and 2x 7 (the default 5 square none).
         for (oc, k) in [
-            (Overcommit::X3, 5u32),
-            (Overcommit::Two, 5),
-            (Overcommit::X2, 6),
+            (Overcommit::X3, 6u32),
+            (Overcommit::Two, 6),
+            (Overcommit::X2, 7),
         ] {
             let units = plan(&cells(false), k);
             let at: Vec<&Unit> = units.iter().filter(|u| u.overcommit == oc).collect();
@@ -1325,13 +1566,33 @@ mod tests {
             let first = u.order()[0].group();
             assert!(hk < l1.find(&format!("step l2-{first} ")).unwrap(), "{l1}");
             assert_eq!(l1.matches("load host_kvm").count(), 1);
-            // The L2 steps in the unit's order.
+            // The L2 steps in the unit's order, each followed right away
+            // by L1's snapshot of host_kvm; the first snapshot right after
+            // the load.
             let at: Vec<usize> = u
                 .order()
                 .iter()
                 .map(|m| l1.find(&format!("step l2-{} ", m.group())).unwrap())
                 .collect();
             assert!(at.windows(2).all(|w| w[0] < w[1]), "{l1}");
+            let next_step = |from: usize| {
+                let rest = &l1[from..];
+                let nl = rest.find("\nstep ").unwrap();
+                &rest[nl + 1..]
+            };
+            assert!(
+                next_step(hk).starts_with("step host-stat-start ")
+                    && next_step(hk).lines().next().unwrap().ends_with(" stat"),
+                "{l1}"
+            );
+            for m in u.order() {
+                let after = next_step(l1.find(&format!("step l2-{} ", m.group())).unwrap());
+                assert!(
+                    after.starts_with(&format!("step host-stat-{} ", m.group())),
+                    "{l1}"
+                );
+            }
+            assert_eq!(l1.matches(" stat\n").count(), u.modes.len() + 1, "{l1}");
             assert!(text.contains("cmdline = \"nopvspin\""));
             let native = plan_of("native");
             assert!(!native.contains("guest_pvlock"));
@@ -1394,9 +1655,10 @@ mod tests {
                 assert!(sc.group("nativetwo").is_none());
             }
             if u.overcommit == Overcommit::Two {
-                assert_eq!(sc.l2_instances().len(), 10);
+                assert_eq!(sc.l2_instances().len(), 12);
                 assert!(sc.l2_instances().contains(&"upstream-2".to_string()));
                 assert!(sc.l2_instances().contains(&"static-2".to_string()));
+                assert!(sc.l2_instances().contains(&"nohint-2".to_string()));
             }
             // pvlock-static: under overcommit only, contended only, with
             // adaptive=0 and the project's lock wait (no kick=1), settled
@@ -1419,11 +1681,36 @@ mod tests {
                 let hk = l1.find("load host_kvm force=1").unwrap();
                 assert!(hk < l1.find("step l2-static ").unwrap(), "{l1}");
             }
+            // pvlock-nohint: likewise, with hint=2 (adaptive as it ships,
+            // the project's lock wait); the only guest with hint=2.
+            if u.overcommit == Overcommit::X1 {
+                assert!(sc.group("nohint").is_none());
+            } else {
+                let nh = plan_of("nohint");
+                assert!(nh.contains("load guest_pvlock hint=2\n"), "{nh}");
+                assert!(!nh.contains("kick=1") && !nh.contains("adaptive=0"));
+                assert!(
+                    nh.contains(&format!("locktorture spin_lock {w} 10")),
+                    "{nh}"
+                );
+                for other in ["uncontended", "hackbench", "stressng"] {
+                    assert!(!nh.contains(&format!("step {other} ")), "{nh}");
+                }
+                assert!(nh.contains("step stat-contended "));
+                assert!(!sc.group("nohint").unwrap().allow_kernel_problems);
+                for g in ["hostkvm", "static"] {
+                    assert!(!plan_of(g).contains("hint="), "{g}");
+                }
+                // The stock kick runs as on a stock host: no hint.
+                assert!(plan_of("kickcpu").contains("load guest_pvlock kick=1 hint=0\n"));
+            }
             // Every guest_pvlock guest settles after the load, then reads
             // `info`, and takes a snapshot right before its first workload
             // (before the barrier, with two guests); the others do
             // neither.
-            for g in ["native", "upstream", "kickcpu", "hostkvm", "static"] {
+            for g in [
+                "native", "upstream", "kickcpu", "hostkvm", "static", "nohint",
+            ] {
                 let Some(group) = sc.group(g) else {
                     continue;
                 };
@@ -1454,7 +1741,9 @@ mod tests {
             }
             // Guests that run at once meet at a barrier before each
             // workload, right before it; a guest alone has none.
-            for g in ["native", "upstream", "kickcpu", "hostkvm", "static"] {
+            for g in [
+                "native", "upstream", "kickcpu", "hostkvm", "static", "nohint",
+            ] {
                 if sc.group(g).is_none() {
                     continue;
                 }

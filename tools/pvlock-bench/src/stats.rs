@@ -3,11 +3,13 @@
 //! The arithmetic: medians with their spread and a distribution-free
 //! interval for the median, ratios taken inside each repetition, the goals
 //! decided on those intervals, what the adaptive lock ran in each cell,
-//! and how many measurements each mode lost.
+//! what host_kvm counted over each guest_pvlock mode's guests (the lock
+//! holders it preempted and the preemptions it deferred), and how many
+//! measurements each mode lost.
 
-use crate::extract::{AdaptiveRun, Measurement, Status};
+use crate::extract::{AdaptiveRun, HostRun, Measurement, Status};
 use crate::matrix::{Cell, Mode, Overcommit, Workload};
-use pvlock_common::fmt::fmt_num;
+use pvlock_common::fmt::{fmt_count_short, fmt_num};
 use pvlock_common::quantile::median_midpoint;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -159,6 +161,137 @@ fn adaptive_summary(ms: &[Measurement], c: &Cell, reps: u32) -> Option<AdaptiveS
     })
 }
 
+/// What host_kvm counted over one guest_pvlock mode's guests at one
+/// overcommit level ([`HostRun`]: their whole boot, every workload of the
+/// mode), per repetition and over the repetitions.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HostSummary {
+    /// Where.
+    pub overcommit: Overcommit,
+    /// The mode.
+    pub mode: Mode,
+    /// Index r-1: repetition r's (`None`: not recorded, or not every
+    /// measurement of the mode at that level in that repetition is ok
+    /// and from one L1 boot: the counts would not be over the same work).
+    pub per_rep: Vec<Option<HostRun>>,
+    /// Lock holders' preemptions per L1 boot, over the repetitions.
+    pub holder_preemptions: Option<Agg>,
+    /// Of those, the ones host_kvm deferred.
+    pub grants: Option<Agg>,
+    /// Of those, the ones it did not defer.
+    pub not_deferred: Option<Agg>,
+    /// The share deferred, grants / holder preemptions, over the
+    /// repetitions that had a holder preempted.
+    pub deferred_share: Option<Agg>,
+    /// The repetitions with a record.
+    pub n: usize,
+}
+
+/// The critical-section hint on against off at one overcommit level, from
+/// host_kvm's counts in the same L1 boot: the holders' preemptions
+/// pvlock-hostkvm's guests still suffered (not deferred) over those of
+/// pvlock-nohint's guests (whose hint the host only observes). Below 1:
+/// fewer preemptions of vCPUs in a critical section with the hint.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HintSummary {
+    /// Where.
+    pub overcommit: Overcommit,
+    /// Index r-1: repetition r's ratio (`None`: either not recorded, or
+    /// pvlock-nohint's guests had no holder preempted).
+    pub per_rep: Vec<Option<f64>>,
+    /// The ratios over the repetitions.
+    pub agg: Option<Agg>,
+}
+
+/// What host_kvm counted over `mode`'s guests at `oc` in repetition
+/// `rep`: the record of its measurements there (every cell of `cells` of
+/// that mode and level), if each is ok and all come from one L1 boot.
+fn host_run(
+    ms: &[Measurement],
+    cells: &[Cell],
+    oc: Overcommit,
+    mode: Mode,
+    rep: u32,
+) -> Option<HostRun> {
+    let mut run: Option<(&str, HostRun)> = None;
+    for c in cells
+        .iter()
+        .filter(|c| c.overcommit == oc && c.mode == mode)
+    {
+        let m = ms.iter().find(|m| m.key == *c && m.rep == rep)?;
+        if m.status != Status::Ok {
+            return None;
+        }
+        let h = m.host?;
+        match run {
+            None => run = Some((m.unit.as_str(), h)),
+            Some((unit, _)) if unit != m.unit => return None,
+            Some(_) => {}
+        }
+    }
+    run.map(|(_, h)| h)
+}
+
+/// [`HostSummary`] of every guest_pvlock mode and level of `cells` that
+/// recorded something.
+fn host_summaries(ms: &[Measurement], cells: &[Cell], reps: u32) -> Vec<HostSummary> {
+    let mut out = Vec::new();
+    for oc in Overcommit::ALL {
+        for mode in Mode::ALL.into_iter().filter(|m| m.loads_guest_pvlock()) {
+            let per_rep: Vec<Option<HostRun>> = (1..=reps)
+                .map(|r| host_run(ms, cells, oc, mode, r))
+                .collect();
+            let runs: Vec<&HostRun> = per_rep.iter().flatten().collect();
+            if runs.is_empty() {
+                continue;
+            }
+            let of = |f: &dyn Fn(&HostRun) -> Option<f64>| {
+                agg(&runs.iter().filter_map(|h| f(h)).collect::<Vec<_>>())
+            };
+            out.push(HostSummary {
+                overcommit: oc,
+                mode,
+                holder_preemptions: of(&|h: &HostRun| Some(h.holder_preemptions as f64)),
+                grants: of(&|h: &HostRun| Some(h.grants as f64)),
+                not_deferred: of(&|h: &HostRun| Some(h.not_deferred() as f64)),
+                deferred_share: of(&HostRun::deferred_share),
+                n: runs.len(),
+                per_rep,
+            });
+        }
+    }
+    out
+}
+
+/// [`HintSummary`] of every level with both pvlock-hostkvm's and
+/// pvlock-nohint's records.
+fn hint_summaries(host: &[HostSummary]) -> Vec<HintSummary> {
+    let mut out = Vec::new();
+    for oc in Overcommit::ALL {
+        let of = |m: Mode| host.iter().find(|h| h.overcommit == oc && h.mode == m);
+        let (Some(on), Some(off)) = (of(Mode::HostKvm), of(Mode::NoHint)) else {
+            continue;
+        };
+        let per_rep: Vec<Option<f64>> = on
+            .per_rep
+            .iter()
+            .zip(&off.per_rep)
+            .map(|(a, b)| match (a, b) {
+                (Some(a), Some(b)) if b.holder_preemptions > 0 => {
+                    Some(a.not_deferred() as f64 / b.holder_preemptions as f64)
+                }
+                _ => None,
+            })
+            .collect();
+        out.push(HintSummary {
+            overcommit: oc,
+            agg: agg(&per_rep.iter().flatten().copied().collect::<Vec<_>>()),
+            per_rep,
+        });
+    }
+    out
+}
+
 /// pvlock against a baseline, computed inside each repetition.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Ratio {
@@ -220,6 +353,14 @@ pub struct Summary {
     /// Per mode: measurements planned, measured and lost.
     #[serde(default)]
     pub losses: Vec<Loss>,
+    /// Per guest_pvlock mode and level: what host_kvm counted over its
+    /// guests (lock holders preempted, preemptions deferred).
+    #[serde(default)]
+    pub host: Vec<HostSummary>,
+    /// Per level: the holders' preemptions not deferred with the hint on
+    /// over those with it off.
+    #[serde(default)]
+    pub hint: Vec<HintSummary>,
 }
 
 impl Summary {
@@ -242,6 +383,17 @@ impl Summary {
         self.fairness_ratios
             .iter()
             .find(|r| r.overcommit == oc && r.workload == w && r.pvlock == pv)
+    }
+
+    /// What host_kvm counted over `m`'s guests at `oc`, if recorded.
+    pub fn host(&self, oc: Overcommit, m: Mode) -> Option<&HostSummary> {
+        self.host.iter().find(|h| h.overcommit == oc && h.mode == m)
+    }
+
+    /// The hint on / off comparison of host_kvm's counts at `oc`, if both
+    /// were recorded.
+    pub fn hint(&self, oc: Overcommit) -> Option<&HintSummary> {
+        self.hint.iter().find(|h| h.overcommit == oc)
     }
 }
 
@@ -387,12 +539,15 @@ pub fn summarize(ms: &[Measurement], unused: &[Measurement], cells: &[Cell], rep
             }
         }
     }
+    let host = host_summaries(ms, cells, reps);
     let mut s = Summary {
         cells: out,
         ratios,
         fairness_ratios,
         goals: Vec::new(),
         losses: losses(ms, unused, cells, reps),
+        hint: hint_summaries(&host),
+        host,
     };
     s.goals = goals(&s);
     s
@@ -493,7 +648,8 @@ const NOT_IN_MATRIX: &str = "not in this run's matrix";
 
 /// The target of the ratio pvlock / `base` of workload `w` at `oc` (for
 /// each pair of [`Mode::RATIOS`]: either pvlock mode against a base, the
-/// adaptive pvlock-hostkvm against pvlock-static), if it has one: the
+/// adaptive pvlock-hostkvm against pvlock-static, the hint on
+/// (pvlock-hostkvm) against off (pvlock-nohint)), if it has one: the
 /// ratio must be at least this. The goals and the flags of the tables'
 /// ratio cells both come from here.
 pub fn target(oc: Overcommit, w: Workload, base: Mode) -> Option<f64> {
@@ -506,6 +662,9 @@ pub fn target(oc: Overcommit, w: Workload, base: Mode) -> Option<f64> {
         (X2 | X3 | Two, Contended, Mode::Upstream) => Some(1.2),
         // Following the host costs nothing where the lock stays on pvlock.
         (X2 | X3 | Two, Contended, Mode::Static) => Some(1.0),
+        // The critical-section hint loses nothing where the host preempts
+        // lock holders (the gain per level is the ratio itself).
+        (X2 | X3 | Two, Contended, Mode::NoHint) => Some(1.0),
         (X2 | X3, Contended, Mode::Native) => Some(10.0),
         (X2, Contended, Mode::NativeTwo) => Some(0.9),
         (_, Hackbench | StressNg, Mode::Upstream) => Some(1.1),
@@ -605,6 +764,14 @@ fn ratio_goal(s: &Summary, oc: Overcommit, w: Workload, pv: Mode, base: Mode) ->
             pv.label(),
             base.label()
         )
+    } else if base == Mode::NoHint {
+        format!(
+            "{} {}, hint on / off: {} / {}",
+            oc.label(),
+            w.label(),
+            pv.label(),
+            base.label()
+        )
     } else if base == Mode::NativeTwo {
         format!(
             "{} {} limit: {} ({} vCPUs) / {} ({} vCPUs)",
@@ -686,6 +853,47 @@ fn adaptive_note(s: &Summary, oc: Overcommit, w: Workload, pv: Mode, base: Mode)
     }
 }
 
+/// `120 [80, 200]`: a count's median [min, max] over the repetitions.
+pub fn fmt_count_agg(a: &Agg) -> String {
+    if a.n == 1 || a.min == a.max {
+        fmt_count_short(a.median)
+    } else {
+        format!(
+            "{} [{}, {}]",
+            fmt_count_short(a.median),
+            fmt_count_short(a.min),
+            fmt_count_short(a.max)
+        )
+    }
+}
+
+/// What the hint on / off goal's note adds from host_kvm's counts at
+/// `oc`: the holders' preemptions that pvlock-hostkvm's guests still
+/// suffered (not deferred, of all) against pvlock-nohint's, per L1 boot,
+/// and their ratio in the same boots.
+fn hint_note(s: &Summary, oc: Overcommit) -> Option<String> {
+    let on = s.host(oc, Mode::HostKvm)?;
+    let off = s.host(oc, Mode::NoHint)?;
+    let mut t = format!(
+        "lock holders preempted per L1 boot (whole guest boots), not deferred: {} {} of {}, {} {}",
+        Mode::HostKvm.label(),
+        fmt_count_agg(on.not_deferred.as_ref()?),
+        fmt_count_agg(on.holder_preemptions.as_ref()?),
+        Mode::NoHint.label(),
+        fmt_count_agg(off.holder_preemptions.as_ref()?),
+    );
+    if let Some(a) = s.hint(oc).and_then(|h| h.agg) {
+        t.push_str(&format!(
+            ", ratio {} [{}, {}] (n={})",
+            fmt_num(a.median),
+            fmt_num(a.lo),
+            fmt_num(a.hi),
+            a.n
+        ));
+    }
+    Some(t)
+}
+
 fn goals(s: &Summary) -> Vec<Goal> {
     use Overcommit::*;
     use Workload::*;
@@ -701,6 +909,9 @@ fn goals(s: &Summary) -> Vec<Goal> {
         (X2, Contended, Mode::Static),
         (X3, Contended, Mode::Static),
         (Two, Contended, Mode::Static),
+        (X2, Contended, Mode::NoHint),
+        (X3, Contended, Mode::NoHint),
+        (Two, Contended, Mode::NoHint),
         (X2, Contended, Mode::NativeTwo),
         (X2, Contended, Mode::Native),
         (X3, Contended, Mode::Native),
@@ -713,7 +924,12 @@ fn goals(s: &Summary) -> Vec<Goal> {
             let Some(mut g) = ratio_goal(s, oc, w, pv, base) else {
                 continue;
             };
-            if let Some(extra) = adaptive_note(s, oc, w, pv, base) {
+            let extra = if base == Mode::NoHint {
+                hint_note(s, oc)
+            } else {
+                adaptive_note(s, oc, w, pv, base)
+            };
+            if let Some(extra) = extra {
                 g.note = if g.note.is_empty() {
                     extra
                 } else {
@@ -795,7 +1011,7 @@ fn goals(s: &Summary) -> Vec<Goal> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::extract::{Instance, Measurement};
+    use crate::extract::{HostRun, Instance, Measurement};
 
     #[test]
     fn median_and_spread() {
@@ -928,6 +1144,7 @@ pub(crate) mod tests {
             value,
             fairness,
             instances: Vec::new(),
+            host: None,
         }
     }
 
@@ -958,7 +1175,10 @@ pub(crate) mod tests {
     /// and each pvlock mode's ratios vary a little with r. The adaptive
     /// lock ran native at 1x (pvlock-kickcpu's switched to native during
     /// repetition 2) and pvlock at 2x (pvlock-kickcpu's third repetition
-    /// recorded nothing).
+    /// recorded nothing). host_kvm preempted lock holders at 2x: 1000 of
+    /// pvlock-hostkvm's per boot, of which it deferred 820, 840, 860 in
+    /// repetitions 1-3; 1000, 1100, 1200 of pvlock-nohint's, none
+    /// deferred; at 1x 20 per boot, all deferred.
     pub(crate) fn sample() -> (Vec<Measurement>, Vec<Cell>) {
         use Mode::*;
         use Overcommit::*;
@@ -986,6 +1206,8 @@ pub(crate) mod tests {
             add(X2, Contended, HostKvm, 400_000.0 * hk, Some(1.4));
             // hostkvm / static: 1.04, 1.08, 1.13.
             add(X2, Contended, Static, 400_000.0 * 1.2, Some(1.4));
+            // hostkvm / nohint: 1.14, 1.18, 1.23.
+            add(X2, Contended, NoHint, 400_000.0 * 1.1, Some(1.4));
             add(X1, Contended, Native, 600_000.0, Some(1.1));
             add(X1, Contended, Upstream, 300_000.0, Some(1.2));
             add(
@@ -1003,6 +1225,20 @@ pub(crate) mod tests {
         ms.retain(|x| !(x.rep == 3 && x.key.mode == Native && x.key.overcommit == X2));
         ms.push(m(X2, Contended, Native, 3, None, None));
         for x in ms.iter_mut() {
+            let r = i64::from(x.rep);
+            let host = |holder_preemptions, grants| {
+                Some(HostRun {
+                    holder_preemptions,
+                    grants,
+                })
+            };
+            x.host = match (x.key.overcommit, x.key.mode) {
+                (_, m) if !m.loads_guest_pvlock() => None,
+                (X1, _) => host(20, 20),
+                (_, HostKvm) => host(1000, 800 + 20 * r),
+                (_, NoHint) => host(900 + 100 * r, 0),
+                _ => host(1000, 850),
+            };
             let adaptive = match (x.key.overcommit, x.key.mode, x.rep) {
                 (_, m, _) if !m.loads_guest_pvlock() => continue,
                 (X1, KickCpu, 2) => run(1, 0, 9_000, 1_000),
@@ -1245,9 +1481,30 @@ pub(crate) mod tests {
             .goals
             .iter()
             .any(|g| g.name == "stress-ng at every level: pvlock-kickcpu / upstream-pv"));
+        // The hint on against off: 1.14..1.23 >= 1, and host_kvm's counts
+        // of preempted lock holders beside it.
+        let x = g("2x contended, hint on / off: pvlock-hostkvm / pvlock-nohint");
+        assert_eq!(x.status, GoalStatus::Pass);
+        assert_eq!((x.op.as_str(), x.target), (">=", 1.0));
+        assert!((x.measured.unwrap().median - 1.3 / 1.1).abs() < 1e-12);
+        assert_eq!(
+            x.note,
+            "lock holders preempted per L1 boot (whole guest boots), not deferred: pvlock-hostkvm 160 [140, 180] of 1000, pvlock-nohint 1100 [1000, 1200], ratio 0.145 [0.117, 0.180] (n=3)"
+        );
+        for oc in ["3x", "two-guests"] {
+            let x = g(&format!(
+                "{oc} contended, hint on / off: pvlock-hostkvm / pvlock-nohint"
+            ));
+            assert!(x.out_of_matrix(), "{x:?}");
+        }
+        assert!(!s
+            .goals
+            .iter()
+            .any(|g| g.name.contains("pvlock-kickcpu / pvlock-nohint")));
         // 9 goals of one cell each, 2 fairness levels and 2 macro
-        // workloads, for both pvlock modes; adaptive / static at 3 levels.
-        assert_eq!(s.goals.len(), 2 * (9 + 2 + 2) + 3);
+        // workloads, for both pvlock modes; adaptive / static and hint on
+        // / off at 3 levels each.
+        assert_eq!(s.goals.len(), 2 * (9 + 2 + 2) + 3 + 3);
         assert_eq!(
             target(Overcommit::X3, Workload::Contended, Mode::Native),
             Some(10.0)
@@ -1268,6 +1525,94 @@ pub(crate) mod tests {
             target(Overcommit::X1, Workload::Contended, Mode::Static),
             None
         );
+        for oc in crate::matrix::STATIC_LEVELS {
+            assert_eq!(target(oc, Workload::Contended, Mode::NoHint), Some(1.0));
+            assert_eq!(target(oc, Workload::Hackbench, Mode::NoHint), None);
+        }
+        assert_eq!(
+            target(Overcommit::X1, Workload::Contended, Mode::NoHint),
+            None
+        );
+    }
+
+    #[test]
+    fn what_host_kvm_counted_per_mode_and_the_hint() {
+        use Mode::*;
+        use Overcommit::*;
+        let (ms, cells) = sample();
+        let s = summarize(&ms, &[], &cells, 3);
+        let hk = s.host(X2, HostKvm).unwrap();
+        assert_eq!(hk.n, 3);
+        assert_eq!(hk.holder_preemptions.unwrap().median, 1000.0);
+        let g = hk.grants.unwrap();
+        assert_eq!((g.median, g.min, g.max), (840.0, 820.0, 860.0));
+        let nd = hk.not_deferred.unwrap();
+        assert_eq!((nd.median, nd.min, nd.max), (160.0, 140.0, 180.0));
+        assert!((hk.deferred_share.unwrap().median - 0.84).abs() < 1e-12);
+        assert_eq!(fmt_count_agg(&nd), "160 [140, 180]");
+        let nh = s.host(X2, NoHint).unwrap();
+        assert_eq!(nh.grants.unwrap().max, 0.0);
+        assert_eq!(nh.deferred_share.unwrap().max, 0.0);
+        assert_eq!(
+            fmt_count_agg(&nh.holder_preemptions.unwrap()),
+            "1100 [1000, 1200]"
+        );
+        // At 1x every holder preemption deferred; every guest_pvlock mode
+        // and level of the matrix has its record, no other mode has one.
+        let one = s.host(X1, KickCpu).unwrap();
+        assert_eq!(one.deferred_share.unwrap().median, 1.0);
+        assert_eq!(s.host.len(), 2 + 4);
+        assert!(s.host(X2, Upstream).is_none() && s.host(X3, HostKvm).is_none());
+        // Hint on / off in the same boots: 180/1000, 160/1100, 140/1200.
+        let h = s.hint(X2).unwrap();
+        let want = [0.18, 160.0 / 1100.0, 140.0 / 1200.0];
+        for (got, want) in h.per_rep.iter().zip(want) {
+            assert!((got.unwrap() - want).abs() < 1e-12, "{:?}", h.per_rep);
+        }
+        assert!((h.agg.unwrap().median - 160.0 / 1100.0).abs() < 1e-12);
+        assert!(s.hint(X1).is_none());
+        // A repetition whose pvlock-nohint measurement failed has no
+        // record of it, nor a hint ratio.
+        let mut ms2 = ms.clone();
+        for x in ms2
+            .iter_mut()
+            .filter(|x| x.key.mode == NoHint && x.rep == 2)
+        {
+            x.status = Status::Failed;
+        }
+        let s2 = summarize(&ms2, &[], &cells, 3);
+        assert_eq!(s2.host(X2, NoHint).unwrap().n, 2);
+        assert_eq!(s2.hint(X2).unwrap().per_rep[1], None);
+        assert_eq!(s2.hint(X2).unwrap().agg.unwrap().n, 2);
+        // Cells of one mode measured in two L1 boots of a repetition (a
+        // make-up run replaced one): their counts are not over the same
+        // work, no record.
+        let mut ms3 = ms.clone();
+        for x in ms3.iter_mut().filter(|x| {
+            x.key.mode == HostKvm
+                && x.key.overcommit == X1
+                && x.key.workload == Workload::Uncontended
+                && x.rep == 1
+        }) {
+            x.unit = "r1-1x-retry1".into();
+        }
+        let s3 = summarize(&ms3, &[], &cells, 3);
+        let hk1 = s3.host(X1, HostKvm).unwrap();
+        assert_eq!((hk1.n, hk1.per_rep[0]), (2, None));
+        // Nothing recorded (a results.json from before L1's snapshots per
+        // mode): no records, and the goal without the note.
+        let mut old = ms.clone();
+        for x in old.iter_mut() {
+            x.host = None;
+        }
+        let s4 = summarize(&old, &[], &cells, 3);
+        assert!(s4.host.is_empty() && s4.hint.is_empty());
+        let x = s4
+            .goals
+            .iter()
+            .find(|g| g.name == "2x contended, hint on / off: pvlock-hostkvm / pvlock-nohint")
+            .unwrap();
+        assert_eq!((x.status, x.note.as_str()), (GoalStatus::Pass, ""));
     }
 
     #[test]
@@ -1375,6 +1720,8 @@ pub(crate) mod tests {
         assert_eq!((two.planned, two.ok, two.loss_rate), (3, 3, Some(0.0)));
         let st = l(Mode::Static);
         assert_eq!((st.planned, st.ok, st.loss_rate), (3, 3, Some(0.0)));
-        assert_eq!(s.losses.len(), 6);
+        let nh = l(Mode::NoHint);
+        assert_eq!((nh.planned, nh.ok, nh.loss_rate), (3, 3, Some(0.0)));
+        assert_eq!(s.losses.len(), 7);
     }
 }

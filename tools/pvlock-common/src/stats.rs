@@ -132,7 +132,7 @@ pub const KVM_VM_ADVICE: [&str; 5] = [
     "pvlock_advice_changes",
     "pvlock_load_demand",
     "pvlock_load_others",
-    "pvlock_load_wait",
+    "pvlock_load_preempted",
 ];
 
 /// KVM's per-vCPU log2 histogram of the nanoseconds from a kick to the end
@@ -152,7 +152,7 @@ mod tests {
 
     #[test]
     fn names_come_from_the_abi() {
-        assert_eq!(Kind::Host.counters().count(), 23);
+        assert_eq!(Kind::Host.counters().count(), 27);
         assert_eq!(Kind::Guest.counters().count(), 27);
         assert_eq!(Kind::Host.counters().next(), Some("kicks"));
         assert_eq!(Kind::Guest.counters().next(), Some("taken_slow"));

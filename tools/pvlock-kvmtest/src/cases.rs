@@ -162,6 +162,22 @@ pub const CASES: &[Case] = &[
         run: token_base,
     },
     Case {
+        name: "hint_bad_args",
+        needs: Needs::Loaded,
+        about: "KVM_HC_PVLOCK_HINT: unknown flags, unaligned addresses and addresses outside \
+                guest memory are refused with -22; good ones, OBSERVE and the unregistration \
+                return 0",
+        run: hint_bad_args,
+    },
+    Case {
+        name: "hint_bounded",
+        needs: Needs::Loaded,
+        about: "a vCPU that claims a critical section all the time gets grants of at most the \
+                bound, at most one per tick, and a second VM's vCPU on the same CPU keeps at \
+                least 45% of it over 10 s; destroying it with a grant pending is clean",
+        run: hint_bounded,
+    },
+    Case {
         name: "hlt_in_guest",
         needs: Needs::Loaded,
         about: "with HLT exits disabled, a lock wait still halts and its kick ends it",
@@ -1410,6 +1426,207 @@ fn token_base(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
         after > i64::from(far),
         "GET_PARAM(TOKEN_BASE) is {after}, not above the held kick {far}"
     );
+    Ok(())
+}
+
+/// Guest addresses of the hint words of [`hint_bounded`]: the critical-
+/// section count and the lock-waiting count (free guest memory).
+const HINT_COUNT: usize = 0x700;
+const HINT_WAIT: usize = 0x704;
+
+/// Case: `KVM_HC_PVLOCK_HINT`'s arguments.
+fn hint_bad_args(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
+    let vm = ctx.kick_vm(abi::KVM_PVLOCK_KICK_ENABLE)?;
+    let counters = ctx.debugfs.try_counters();
+    let (c, w) = (HINT_COUNT as u32, HINT_WAIT as u32);
+    let bad: [(&str, [u32; 4]); 5] = [
+        ("flags 2 (undefined)", [2, c, w, 0]),
+        ("an unaligned count", [0, c + 1, w, 0]),
+        ("an unaligned waiting count", [0, c, w + 2, 0]),
+        ("a count outside guest memory", [0, 0xfff0_0000, w, 0]),
+        (
+            "a waiting count outside guest memory",
+            [0, c, 0xfff0_0000, 0],
+        ),
+    ];
+    for (what, args) in bad {
+        expect_ret(
+            &format!("KVM_HC_PVLOCK_HINT with {what}"),
+            vm.hypercall(abi::KVM_HC_PVLOCK_HINT, args)?.ret(),
+            -abi::KVM_EINVAL,
+        )?;
+    }
+    expect_ret(
+        "KVM_HC_PVLOCK_HINT with good addresses",
+        vm.hypercall(abi::KVM_HC_PVLOCK_HINT, [0, c, w, 0])?.ret(),
+        0,
+    )?;
+    expect_ret(
+        "KVM_HC_PVLOCK_HINT with KVM_PVLOCK_HINT_OBSERVE",
+        vm.hypercall(
+            abi::KVM_HC_PVLOCK_HINT,
+            [abi::KVM_PVLOCK_HINT_OBSERVE as u32, c, w, 0],
+        )?
+        .ret(),
+        0,
+    )?;
+    expect_ret(
+        "KVM_HC_PVLOCK_HINT unregistering",
+        vm.hypercall(abi::KVM_HC_PVLOCK_HINT, [0, 0, 0, 0])?.ret(),
+        0,
+    )?;
+    check_deltas(
+        ctx,
+        out,
+        counters.as_ref(),
+        &[("hints", 8), ("hints_bad", 5)],
+    )
+}
+
+/// Nanoseconds `tid` (a thread of this process) has run on a CPU.
+fn thread_cpu_ns(tid: i32) -> Result<u64> {
+    let path = format!("/proc/self/task/{tid}/schedstat");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
+    text.split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .with_context(|| format!("{path}: {text:?}"))
+}
+
+/// Pins thread `tid` to `cpu`.
+fn pin(tid: i32, cpu: usize) -> Result<()> {
+    // SAFETY: A zeroed cpu_set_t is an empty set; CPU_SET and
+    // sched_setaffinity only touch it and the thread `tid`.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        ensure!(
+            libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0,
+            "sched_setaffinity({tid}, CPU {cpu}): {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// The first CPU this process may run on.
+fn first_allowed_cpu() -> Result<usize> {
+    // SAFETY: As in `pin()`; sched_getaffinity fills the set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        ensure!(
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0,
+            "sched_getaffinity: {}",
+            std::io::Error::last_os_error()
+        );
+        (0..libc::CPU_SETSIZE as usize)
+            .find(|&c| libc::CPU_ISSET(c, &set))
+            .context("no CPU allowed")
+    }
+}
+
+/// Case: the grant is bounded and fair.
+fn hint_bounded(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
+    const SECS: u64 = 10;
+    let grant_us: u64 = ctx
+        .params
+        .read("grant_us")?
+        .context("host_kvm has no grant_us parameter")?
+        .trim()
+        .parse()
+        .context("grant_us")?;
+    ensure!(grant_us > 0, "host_kvm's grant_us is 0: no grants to bound");
+    let cpu = first_allowed_cpu()?;
+    // The hostile VM: its kicker claims a critical section all the time
+    // (count 1, waiting 0) and keeps running, one hypercall after another,
+    // each an exit at which KVM may reschedule it.
+    let hostile = ctx.kick_vm(abi::KVM_PVLOCK_KICK_ENABLE)?;
+    hostile.write_word(HINT_COUNT, 1);
+    hostile.write_word(HINT_WAIT, 0);
+    expect_ret(
+        "KVM_HC_PVLOCK_HINT",
+        hostile
+            .hypercall(
+                abi::KVM_HC_PVLOCK_HINT,
+                [0, HINT_COUNT as u32, HINT_WAIT as u32, 0],
+            )?
+            .ret(),
+        0,
+    )?;
+    // The other VM's target spins on the same CPU.
+    let other = ctx.kick_vm(abi::KVM_PVLOCK_KICK_ENABLE)?;
+    let [h, _] = hostile.vcpu_tids()?;
+    let [_, o] = other.vcpu_tids()?;
+    pin(h, cpu)?;
+    pin(o, cpu)?;
+    let before = hostile.vcpu_stats()?[0].clone();
+    other.target_round(true, Rest::Hlt)?;
+    let version = abi::KVM_PVLOCK_ABI_VERSION as u32;
+    hostile.start_kicker_loop(
+        abi::KVM_HC_PVLOCK_GET_PARAM,
+        [abi::KVM_PVLOCK_PARAM_VERSION as u32, 0, 0, 0],
+        u32::MAX,
+        version,
+    )?;
+    let (h0, o0) = (thread_cpu_ns(h)?, thread_cpu_ns(o)?);
+    let t0 = Instant::now();
+    thread::sleep(Duration::from_secs(SECS));
+    let (h1, o1) = (thread_cpu_ns(h)?, thread_cpu_ns(o)?);
+    let elapsed = t0.elapsed();
+    hostile.stop_kicker()?;
+    let after = hostile.vcpu_stats()?[0].clone();
+    let d = |name: &str| -> Result<u64> {
+        Ok(after
+            .total(name)
+            .with_context(|| format!("KVM has no {name}"))?
+            - before.total(name).unwrap_or(0))
+    };
+    let (grants, expired, in_cs) = (
+        d("pvlock_grants")?,
+        d("pvlock_grants_expired")?,
+        d("pvlock_preempted_in_cs")?,
+    );
+    let (hs, os) = (h1 - h0, o1 - o0);
+    let share = os as f64 / (hs + os).max(1) as f64;
+    out.set("secs", format!("{:.2}", elapsed.as_secs_f64()));
+    out.set("grant_us", grant_us);
+    out.set("grants", grants);
+    out.set("grants_expired", expired);
+    out.set("preempted_in_cs", in_cs);
+    out.set("hostile_ms", hs / 1_000_000);
+    out.set("other_ms", os / 1_000_000);
+    out.set("other_share", format!("{share:.3}"));
+    ensure!(
+        hs > 1_000_000_000,
+        "the hostile vCPU ran only {} ms in {SECS} s",
+        hs / 1_000_000
+    );
+    ensure!(
+        grants > 0,
+        "no grant in {SECS} s to a vCPU that claims a critical section"
+    );
+    // At most one grant per tick (HZ 1000 at most: a bound whatever L1's).
+    let ticks = elapsed.as_millis() as u64;
+    ensure!(
+        grants <= ticks,
+        "{grants} grants in {ticks} ms: more than one per tick"
+    );
+    // Every grant ran out (the vCPU never stops of itself), bar the last.
+    ensure!(
+        expired + 1 >= grants,
+        "{grants} grants, {expired} ran out: a grant ended otherwise"
+    );
+    // The hostile vCPU got no more than a little over its half.
+    ensure!(
+        share >= 0.45,
+        "the other VM's vCPU got {share:.3} of the CPU beside a vCPU that claims a critical \
+         section all the time (at least 0.45 expected)"
+    );
+    other.target_stop_spinning()?;
+    // Destroying the hostile VM with a grant perhaps pending: its timer is
+    // cancelled with the vCPU (a timer left would fire into freed memory).
+    drop(hostile);
+    drop(other);
     Ok(())
 }
 

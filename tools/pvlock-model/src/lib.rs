@@ -192,8 +192,8 @@ pub(crate) enum Fault {
 /// How a model run is set up.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Config {
-    /// The mode the lock starts in (`algo::MODE_*`).
-    pub mode: u32,
+    /// The mode the lock starts in.
+    pub mode: algo::Mode,
     /// `KVM_HC_KICK_CPU` is offered.
     pub have_kick_cpu: bool,
     /// The host holds a kick that comes before its wait (false: a mutated
@@ -212,7 +212,7 @@ pub(crate) struct Config {
 
 impl Config {
     /// The project's waits and kicks on a host that offers both kinds.
-    pub(crate) fn new(mode: u32) -> Self {
+    pub(crate) fn new(mode: algo::Mode) -> Self {
         Config {
             mode,
             have_kick_cpu: true,
@@ -538,8 +538,8 @@ impl Platform for Cpu<'_> {
         self.hv.cfg.spin_threshold
     }
 
-    fn early_halt(&self) -> u32 {
-        algo::EARLY_PREEMPTED
+    fn early_halt(&self) -> algo::EarlyHalt {
+        algo::EarlyHalt::Preempted
     }
 
     fn yield_enabled(&self) -> bool {

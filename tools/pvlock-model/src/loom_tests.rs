@@ -172,32 +172,32 @@ fn twice_each(cfg: Config) {
 
 #[test]
 fn wait_and_kick() {
-    holder_and_waiter(Config::new(algo::MODE_WAIT), false);
+    holder_and_waiter(Config::new(algo::Mode::Wait), false);
 }
 
 #[test]
 fn wait_and_kick_with_interrupt() {
-    holder_and_waiter(Config::new(algo::MODE_WAIT), true);
+    holder_and_waiter(Config::new(algo::Mode::Wait), true);
 }
 
 #[test]
 fn hlt_and_kick_cpu() {
-    holder_and_waiter(Config::new(algo::MODE_HLT), false);
+    holder_and_waiter(Config::new(algo::Mode::Hlt), false);
 }
 
 #[test]
 fn hlt_and_kick_cpu_with_interrupt() {
-    holder_and_waiter(Config::new(algo::MODE_HLT), true);
+    holder_and_waiter(Config::new(algo::Mode::Hlt), true);
 }
 
 #[test]
 fn queue_of_two_waiters() {
-    two_waiters(Config::new(algo::MODE_WAIT));
+    two_waiters(Config::new(algo::Mode::Wait));
 }
 
 #[test]
 fn mutual_exclusion_and_reuse() {
-    twice_each(Config::new(algo::MODE_WAIT));
+    twice_each(Config::new(algo::Mode::Wait));
 }
 
 /// The scenarios above run with the pending waiter (the model's `Config`
@@ -205,14 +205,14 @@ fn mutual_exclusion_and_reuse() {
 /// two without it, where every waiter queues.
 #[test]
 fn queue_of_two_waiters_without_pending() {
-    let mut cfg = Config::new(algo::MODE_WAIT);
+    let mut cfg = Config::new(algo::Mode::Wait);
     cfg.pending = false;
     two_waiters(cfg);
 }
 
 #[test]
 fn mutual_exclusion_and_reuse_without_pending() {
-    let mut cfg = Config::new(algo::MODE_WAIT);
+    let mut cfg = Config::new(algo::Mode::Wait);
     cfg.pending = false;
     twice_each(cfg);
 }
@@ -220,14 +220,14 @@ fn mutual_exclusion_and_reuse_without_pending() {
 /// The pending waiter spins longer than one loop, next to a queue head.
 #[test]
 fn pending_waiter_spins_beside_the_head() {
-    let mut cfg = Config::new(algo::MODE_WAIT);
+    let mut cfg = Config::new(algo::Mode::Wait);
     cfg.spin_threshold = 3;
     two_waiters(cfg);
 }
 
 #[test]
 fn preempted_holder_early_wait_and_yield() {
-    let mut cfg = Config::new(algo::MODE_WAIT);
+    let mut cfg = Config::new(algo::Mode::Wait);
     cfg.preempted = true;
     cfg.yield_enabled = true;
     cfg.spin_threshold = 1 << 10;
@@ -237,14 +237,14 @@ fn preempted_holder_early_wait_and_yield() {
 #[test]
 fn refused_kick_wakes_by_nmi_not_kick_cpu() {
     // KVM_HC_KICK_CPU to the same APIC ID would reach nobody.
-    let mut cfg = Config::new(algo::MODE_WAIT);
+    let mut cfg = Config::new(algo::Mode::Wait);
     cfg.fault = Fault::Refused;
     holder_and_waiter(cfg, false);
 }
 
 #[test]
 fn refused_kick_without_kick_cpu_sends_an_nmi() {
-    let mut cfg = Config::new(algo::MODE_WAIT);
+    let mut cfg = Config::new(algo::Mode::Wait);
     cfg.fault = Fault::Refused;
     cfg.have_kick_cpu = false;
     holder_and_waiter(cfg, false);
@@ -252,14 +252,14 @@ fn refused_kick_without_kick_cpu_sends_an_nmi() {
 
 #[test]
 fn withdrawn_hypercalls_fall_back_to_hlt() {
-    let mut cfg = Config::new(algo::MODE_WAIT);
+    let mut cfg = Config::new(algo::Mode::Wait);
     cfg.fault = Fault::Gone;
     holder_and_waiter(cfg, false);
 }
 
 #[test]
 fn no_kick_at_all_spins() {
-    let mut cfg = Config::new(algo::MODE_WAIT);
+    let mut cfg = Config::new(algo::Mode::Wait);
     cfg.fault = Fault::AllGone;
     holder_and_waiter(cfg, false);
 }
@@ -282,7 +282,7 @@ const MUTANTS: [(&str, &str); 7] = [
 #[ignore = "run by mutants_fail_the_model"]
 fn mutant() {
     let name = std::env::var("PVLOCK_MUTANT").unwrap_or_default();
-    let mut cfg = Config::new(algo::MODE_WAIT);
+    let mut cfg = Config::new(algo::Mode::Wait);
     // The wait and kick mutants are bugs of the queue: without the pending
     // waiter every waiter queues, and the scenarios reach them within the
     // preemption bound.

@@ -89,7 +89,7 @@ fn hammer(cfg: Config, threads: usize, iters: u64) -> std::sync::Arc<algo::PvLoc
 
 #[test]
 fn mutual_exclusion_wait_hypercall() {
-    let l = hammer(Config::new(algo::MODE_WAIT), 4, 20_000);
+    let l = hammer(Config::new(algo::Mode::Wait), 4, 20_000);
     // Every slow release kicked, once.
     assert_eq!(counter(&l, "released_slow"), counter(&l, "kicks"));
     assert_eq!(counter(&l, "kick_failures"), 0);
@@ -97,21 +97,21 @@ fn mutual_exclusion_wait_hypercall() {
 
 #[test]
 fn mutual_exclusion_hlt_kick_cpu() {
-    let l = hammer(Config::new(algo::MODE_HLT), 4, 20_000);
+    let l = hammer(Config::new(algo::Mode::Hlt), 4, 20_000);
     assert_eq!(counter(&l, "released_slow"), counter(&l, "kicks"));
 }
 
 #[test]
 fn waits_happen_and_kicks_are_held() {
     // A tiny threshold makes waiters wait often: the protocol paths run.
-    let l = hammer(Config::new(algo::MODE_WAIT), 3, 20_000);
+    let l = hammer(Config::new(algo::Mode::Wait), 3, 20_000);
     assert!(counter(&l, "halts_head") + counter(&l, "halts_node") > 0);
     assert!(counter(&l, "kicks") > 0);
 }
 
 #[test]
 fn refused_kicks_wake_by_nmi() {
-    let mut cfg = Config::new(algo::MODE_WAIT);
+    let mut cfg = Config::new(algo::Mode::Wait);
     cfg.fault = Fault::Refused;
     let l = hammer(cfg, 3, 5_000);
     assert!(counter(&l, "kick_failures") > 0);
@@ -122,7 +122,7 @@ fn refused_kicks_wake_by_nmi() {
 
 #[test]
 fn refused_kicks_without_kick_cpu_wake_with_an_nmi() {
-    let mut cfg = Config::new(algo::MODE_WAIT);
+    let mut cfg = Config::new(algo::Mode::Wait);
     cfg.fault = Fault::Refused;
     cfg.have_kick_cpu = false;
     let l = hammer(cfg, 3, 5_000);
@@ -132,25 +132,25 @@ fn refused_kicks_without_kick_cpu_wake_with_an_nmi() {
 
 #[test]
 fn withdrawn_hypercalls_move_to_hlt() {
-    let mut cfg = Config::new(algo::MODE_WAIT);
+    let mut cfg = Config::new(algo::Mode::Wait);
     cfg.fault = Fault::Gone;
     let l = hammer(cfg, 3, 5_000);
-    assert_eq!(l.mode(), algo::MODE_HLT);
+    assert_eq!(l.mode(), algo::Mode::Hlt);
     assert_eq!(counter(&l, "mode_changes"), 1);
 }
 
 #[test]
 fn no_kick_at_all_moves_to_spin() {
-    let mut cfg = Config::new(algo::MODE_WAIT);
+    let mut cfg = Config::new(algo::Mode::Wait);
     cfg.fault = Fault::AllGone;
     let l = hammer(cfg, 3, 5_000);
-    assert_eq!(l.mode(), algo::MODE_SPIN);
+    assert_eq!(l.mode(), algo::Mode::Spin);
     assert_eq!(counter(&l, "mode_changes"), 2);
 }
 
 #[test]
 fn preempted_holders_early_waits_and_yields() {
-    let mut cfg = Config::new(algo::MODE_WAIT);
+    let mut cfg = Config::new(algo::Mode::Wait);
     cfg.preempted = true;
     cfg.yield_enabled = true;
     cfg.spin_threshold = 1 << 12;
@@ -199,7 +199,7 @@ fn preempted_holders_early_waits_and_yields() {
 /// wait.
 #[test]
 fn a_pending_waiter_takes_the_released_lock() {
-    let mut cfg = Config::new(algo::MODE_WAIT);
+    let mut cfg = Config::new(algo::Mode::Wait);
     // The largest threshold: the pending waiter outlasts any delay here.
     cfg.spin_threshold = abi::MAX_SPIN_THRESHOLD;
     let l = new_lock(2, &cfg);
@@ -230,14 +230,14 @@ fn a_pending_waiter_takes_the_released_lock() {
 /// Pending waiters and queue heads race for the released lock.
 #[test]
 fn pending_waiters_and_queue_heads() {
-    let mut cfg = Config::new(algo::MODE_WAIT);
+    let mut cfg = Config::new(algo::Mode::Wait);
     cfg.spin_threshold = 1 << 12;
     hammer(cfg, 4, 20_000);
 }
 
 #[test]
 fn without_pending_every_waiter_queues() {
-    let mut cfg = Config::new(algo::MODE_WAIT);
+    let mut cfg = Config::new(algo::Mode::Wait);
     cfg.spin_threshold = 1 << 12;
     cfg.pending = false;
     let l = hammer(cfg, 4, 20_000);

@@ -188,7 +188,7 @@ mod tests {
         assert!(lines[0].starts_with("VM "), "{t}");
         assert!(lines[0].contains("kicks_woken"), "{t}");
         assert!(lines[1].starts_with("98-12   qemu-system-x86"), "{t}");
-        assert!(lines[0].ends_with("load_wait"), "{t}");
+        assert!(lines[0].ends_with("load_preempted"), "{t}");
         assert!(lines[2].ends_with(" 12"), "{t}");
         let j: serde_json::Value = serde_json::from_str(&json(&vms)).unwrap();
         assert_eq!(j["vms"][1]["counters"]["pvlock_waits_kicked"], 3);
