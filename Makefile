@@ -159,7 +159,7 @@ test-distro: deps
 # KFENCE): its own cached tree, modules in build/modules-debug; the
 # scenarios that exercise the lock, its switching, CPU hotplug and the host
 # module going, each judged as usual (any WARNING or BUG fails it).
-DEBUG_SCENARIOS = pvlock-locktorture pvlock-hotplug pvlock-loadloop host-unload
+DEBUG_SCENARIOS = pvlock-locktorture pvlock-hotplug pvlock-loadloop host-unload tests/debug/lockdep-on.toml
 test-debug: deps
 	$(MAKE) kernel CONFIG=debug
 	$(MAKE) modules CONFIG=debug
