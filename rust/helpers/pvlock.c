@@ -98,80 +98,36 @@ __rust_helper long rust_helper_pvlock_kvm_hypercall3(unsigned int nr,
 	return kvm_hypercall3(nr, p1, p2, p3);
 }
 
+#ifdef CONFIG_PARAVIRT_SPINLOCKS
 /*
- * The critical-section hint (KVM_HC_PVLOCK_HINT): each CPU registers the
- * addresses of its preemption count and of its lock-waiting count with the
- * host, from the CPU hotplug callbacks, so that CPUs that come online later
- * register too, and unregisters when it goes offline or the hint stops.
- * The waiting count is raised and lowered by the lock's slowpath, on its
- * own CPU only.
- */
-static DEFINE_PER_CPU_ALIGNED(u32, pvlock_waiting);
-static int pvlock_hint_state;
-static unsigned long pvlock_hint_flags;
-/* For tests: a count that always says "critical section", and whether the
- * CPUs register it instead of their own (a hostile guest). */
-static u32 pvlock_hint_always = 1;
-static bool pvlock_hint_lie;
-static atomic_t pvlock_hint_refused;
-
-static int pvlock_hint_online(unsigned int cpu)
-{
-	u64 count = slow_virt_to_phys(pvlock_hint_lie ? (void *)&pvlock_hint_always :
-				      (void *)per_cpu_ptr(&__preempt_count, cpu));
-	u64 wait = slow_virt_to_phys(per_cpu_ptr(&pvlock_waiting, cpu));
-
-	if (kvm_hypercall3(KVM_HC_PVLOCK_HINT, pvlock_hint_flags, count, wait))
-		atomic_inc(&pvlock_hint_refused);
-	return 0;
-}
-
-static int pvlock_hint_offline(unsigned int cpu)
-{
-	kvm_hypercall3(KVM_HC_PVLOCK_HINT, 0, 0, 0);
-	return 0;
-}
-
-/*
- * Registers the hint, with KVM_PVLOCK_HINT_* @flags, on every online CPU
- * and every CPU that comes online; with @lie (tests), a count that always
- * says "critical section" instead of the CPU's preemption count.
+ * The critical-section hint (KVM_HC_PVLOCK_HINT): its registration and
+ * state are arch/x86/kernel/kvm_pvlock_hint.c's, for helpers keep no state
+ * (they may be inlined into their callers, modules included).
  */
 __rust_helper int rust_helper_pvlock_hint_start(unsigned long flags, bool lie)
 {
-	int r;
-
-	pvlock_hint_flags = flags;
-	pvlock_hint_lie = lie;
-	atomic_set(&pvlock_hint_refused, 0);
-	r = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "pvlock/hint:online",
-			      pvlock_hint_online, pvlock_hint_offline);
-	if (r < 0)
-		return r;
-	pvlock_hint_state = r;
-	return 0;
+	return kvm_pvlock_hint_start(flags, lie);
 }
 
-/* Unregisters the hint on every online CPU. */
 __rust_helper void rust_helper_pvlock_hint_stop(void)
 {
-	cpuhp_remove_state(pvlock_hint_state);
+	kvm_pvlock_hint_stop();
 }
 
-/* How many registrations the host refused since the start. */
 __rust_helper int rust_helper_pvlock_hint_refused(void)
 {
-	return atomic_read(&pvlock_hint_refused);
+	return kvm_pvlock_hint_refused();
 }
 
 /* This CPU's slowpath begins or ends waiting for a lock. */
 __rust_helper void rust_helper_pvlock_hint_waiting(bool begins)
 {
 	if (begins)
-		this_cpu_inc(pvlock_waiting);
+		this_cpu_inc(kvm_pvlock_waiting);
 	else
-		this_cpu_dec(pvlock_waiting);
+		this_cpu_dec(kvm_pvlock_waiting);
 }
+#endif /* CONFIG_PARAVIRT_SPINLOCKS */
 
 /*
  * KVM_HC_PVLOCK_WAIT.  With @sti, interrupts (disabled by the caller) are
