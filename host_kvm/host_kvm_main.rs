@@ -11,6 +11,7 @@
 //! are in debugfs `pvlock_host/`. See `Documentation/virt/kvm/pvlock.rst`.
 
 use kernel::{
+    cpu::CpuId,
     debugfs::{Scope, Writer},
     fmt,
     prelude::*,
@@ -83,24 +84,41 @@ use kernel::pvlock::abi::HostCounter as Counter;
 
 const NR_COUNTERS: usize = abi::HOST_COUNTERS.len();
 
+/// Counter shards. Every pvlock hypercall of every VM counts here, so a
+/// counter is not one word that all host CPUs write: a hypercall adds to
+/// the shard of the CPU it runs on (CPU number modulo [`SHARDS`]), each
+/// shard on cache lines of its own, and a read sums the shards. A vCPU
+/// thread that migrates between reading its CPU number and adding still
+/// adds atomically, to another shard: no count is lost.
+const SHARDS: usize = 64;
+
+#[repr(align(64))]
+struct Shard([Atomic<u64>; NR_COUNTERS]);
+
 struct Stats {
-    counters: [Atomic<u64>; NR_COUNTERS],
+    shards: [Shard; SHARDS],
     /// Nanoseconds from a kick to the kicked vCPU leaving its wait.
     latency: Log2Histogram,
 }
 
 static STATS: Stats = Stats {
-    counters: [const { Atomic::new(0) }; NR_COUNTERS],
+    shards: [const { Shard([const { Atomic::new(0) }; NR_COUNTERS]) }; SHARDS],
     latency: Log2Histogram::new(),
 };
 
 #[inline]
 fn count(c: Counter) {
-    STATS.counters[c as usize].add(1u64, Relaxed);
+    let shard = CpuId::current().as_u32() as usize % SHARDS;
+    STATS.shards[shard].0[c as usize].add(1u64, Relaxed);
 }
 
+/// The sum of counter `c` over the shards (monotonic between zeroings).
 fn get(c: Counter) -> u64 {
-    STATS.counters[c as usize].load(Relaxed)
+    STATS
+        .shards
+        .iter()
+        .map(|s| s.0[c as usize].load(Relaxed))
+        .fold(0, u64::wrapping_add)
 }
 
 /// Whether the VM may use the pvlock hypercalls: as its VMM configured
@@ -361,7 +379,7 @@ struct Files {
 /// refused with `EINVAL`.
 fn zero_stats(_: &Files, reader: &mut UserSliceReader) -> Result {
     check_zero_stats_write(reader)?;
-    for c in &STATS.counters {
+    for c in STATS.shards.iter().flat_map(|s| s.0.iter()) {
         c.store(0, Relaxed);
     }
     STATS.latency.clear();
