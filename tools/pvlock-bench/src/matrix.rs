@@ -947,7 +947,10 @@ impl Unit {
         let path = dir.join(format!("{}.toml", self.name()));
         std::fs::write(&path, self.scenario_toml(s))
             .with_context(|| format!("cannot write {}", path.display()))?;
-        Scenario::load(&path)
+        let sc = Scenario::load(&path)?;
+        vmtest::judge::check_paths(&sc)
+            .with_context(|| format!("bad scenario {}", path.display()))?;
+        Ok(sc)
     }
 }
 

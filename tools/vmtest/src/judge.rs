@@ -328,6 +328,86 @@ fn path_kernel(path: &str) -> Option<String> {
     }
 }
 
+/// The shape of a kernel's result: every field of [`Node`], with one
+/// default element in each list of structs, so that a path can be checked
+/// against the fields that exist before any kernel runs.
+fn node_shape() -> Value {
+    let mut n = Node::default();
+    n.steps.push(Default::default());
+    n.locktorture.push(Default::default());
+    n.hackbench.push(Default::default());
+    n.stressng.push(Default::default());
+    n.runq.push(Default::default());
+    n.nmi_late_in_project.push(Default::default());
+    serde_json::to_value(n).unwrap_or(Value::Null)
+}
+
+/// Checks every expectation's path against the result's types: a field
+/// that does not exist (renamed, misspelt) or a kernel that the scenario
+/// never boots is an error when the scenario is loaded, not after its run.
+/// Below a map, a list of strings or a JSON document (`stats`), the keys
+/// are data, and the path is not checked further.
+pub fn check_paths(s: &Scenario) -> anyhow::Result<()> {
+    let mut kernels = vec!["l1".to_string()];
+    for g in &s.l2 {
+        kernels.extend((1..=g.count).map(|i| format!("{}-{i}", g.group)));
+    }
+    let shape = node_shape();
+    for e in &s.expect {
+        check_path(&e.path, &kernels, &shape)
+            .map_err(|why| anyhow::anyhow!("expect '{}': path {}: {why}", e.name, e.path))?;
+    }
+    Ok(())
+}
+
+fn check_path(path: &str, kernels: &[String], shape: &Value) -> Result<(), String> {
+    let mut segs = path.split('.');
+    if segs.next() != Some("nodes") {
+        return Err("does not begin with 'nodes.'".into());
+    }
+    let Some(k) = segs.next() else {
+        return Err("names no kernel".into());
+    };
+    if !kernels.iter().any(|n| glob(k, n)) {
+        return Err(format!(
+            "no kernel '{k}' in this scenario (it has {})",
+            kernels.join(", ")
+        ));
+    }
+    let mut cur = shape;
+    let mut at = String::from("a kernel's result");
+    for seg in segs {
+        match cur {
+            Value::Object(m) if !m.is_empty() => {
+                let Some((_, next)) = m.iter().find(|(key, _)| glob(seg, key)) else {
+                    let fields: Vec<&str> = m.keys().map(String::as_str).collect();
+                    return Err(format!(
+                        "no field '{seg}' in {at} (fields: {})",
+                        fields.join(", ")
+                    ));
+                };
+                cur = next;
+            }
+            Value::Array(a) if !a.is_empty() => {
+                if seg != "last" && seg != "*" && seg.parse::<usize>().is_err() {
+                    return Err(format!("'{seg}' is not an index of the list {at}"));
+                }
+                cur = &a[0];
+            }
+            // A map, a list of plain values, a document, or a value that
+            // may be absent: its keys are data.
+            Value::Object(_) | Value::Array(_) | Value::Null => return Ok(()),
+            _ => return Err(format!("{at} is a plain value, with no '{seg}' in it")),
+        }
+        at = if at.starts_with('\'') {
+            format!("{}.{seg}'", at.trim_end_matches('\''))
+        } else {
+            format!("'{seg}'")
+        };
+    }
+    Ok(())
+}
+
 /// Every value at `path` (segments may be globs).
 pub fn select<'a>(v: &'a Value, path: &str) -> Vec<(String, &'a Value)> {
     let mut cur = vec![(String::new(), v)];
@@ -532,6 +612,76 @@ mod tests {
         assert!(err.contains("nodes.g-2.lt.0.fail: 3 != 0"), "{err}");
         e.any = true;
         assert!(check(&e, &v).is_ok());
+    }
+
+    fn scenario(toml_text: &str) -> Scenario {
+        let s: Scenario = toml::from_str(toml_text).unwrap();
+        s
+    }
+
+    #[test]
+    fn expectation_paths_are_checked_against_the_result_types() {
+        let base = r#"
+description = "t"
+[l1]
+steps = [{ l2 = ["g"] }]
+[[l2]]
+group = "g"
+count = 2
+steps = []
+"#;
+        let with = |path: &str| {
+            scenario(&format!(
+                "{base}[[expect]]\nname = \"e\"\npath = \"{path}\"\neq = 0\n"
+            ))
+        };
+        for ok in [
+            "nodes.g-1.locktorture.0.fail",
+            "nodes.g-*.locktorture.last.verdict",
+            "nodes.*.warnings",
+            "nodes.l1.stats.0.dirs.host.counters.kicks",
+            "nodes.g-2.info.mode",
+            "nodes.l1.hypercalls.x.y",
+            "nodes.g-1.hackbench.0.secs",
+        ] {
+            assert!(
+                check_paths(&with(ok)).is_ok(),
+                "{ok}: {:?}",
+                check_paths(&with(ok))
+            );
+        }
+        for (bad, why) in [
+            ("nodes.g-1.locktortures.0.fail", "no field 'locktortures'"),
+            ("nodes.g-1.locktorture.0.failures", "no field 'failures'"),
+            ("nodes.h-1.warnings", "no kernel 'h-1'"),
+            ("nodes.g-3.warnings", "no kernel 'g-3'"),
+            ("node.g-1.warnings", "does not begin"),
+            ("nodes.g-1.locktorture.first.fail", "not an index"),
+            ("nodes.g-1.level.x", "plain value"),
+        ] {
+            let err = check_paths(&with(bad)).unwrap_err().to_string();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn every_scenario_of_the_repository_has_valid_paths() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
+        let mut n = 0;
+        for dir in ["scenarios", "debug", "distro", "platform"] {
+            let Ok(rd) = std::fs::read_dir(root.join(dir)) else {
+                continue;
+            };
+            for f in rd.flatten() {
+                let p = f.path();
+                if p.extension().is_some_and(|e| e == "toml") {
+                    let s = Scenario::load(&p).unwrap();
+                    check_paths(&s).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()));
+                    n += 1;
+                }
+            }
+        }
+        assert!(n >= 20, "only {n} scenarios found");
     }
 
     #[test]

@@ -21,6 +21,7 @@ use pvlock_common::cli;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
+use vmtest::judge;
 use vmtest::platform::Signature;
 use vmtest::rate::Tally;
 use vmtest::retry;
@@ -148,7 +149,7 @@ fn all_scenarios(repo: &Path) -> Result<Vec<Scenario>> {
         .collect();
     paths.sort();
     for p in paths {
-        v.push(Scenario::load(&p)?);
+        v.push(load(&p)?);
     }
     Ok(v)
 }
@@ -156,7 +157,7 @@ fn all_scenarios(repo: &Path) -> Result<Vec<Scenario>> {
 fn find(repo: &Path, name: &str) -> Result<Scenario> {
     let p = Path::new(name);
     if p.exists() {
-        return Scenario::load(p);
+        return load(p);
     }
     let p = scenario_dir(repo).join(format!("{name}.toml"));
     if !p.exists() {
@@ -165,7 +166,15 @@ fn find(repo: &Path, name: &str) -> Result<Scenario> {
             p.display()
         );
     }
-    Scenario::load(&p)
+    load(&p)
+}
+
+/// Reads a scenario and checks its expectations' paths against the
+/// result's types, so that a wrong field fails before any kernel boots.
+fn load(p: &Path) -> Result<Scenario> {
+    let s = Scenario::load(p)?;
+    judge::check_paths(&s).with_context(|| format!("bad scenario {}", p.display()))?;
+    Ok(s)
 }
 
 /// Prints a scenario's final verdict (and, with `summary`, what its
