@@ -970,17 +970,10 @@ pub fn host_side(result: &Value) -> HostSide {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::{plan, Overcommit};
+    use crate::matrix::{contended_2x, plan, Overcommit};
 
     fn unit2x() -> Unit {
-        let cells: Vec<Cell> = Mode::MAIN
-            .into_iter()
-            .map(|mode| Cell {
-                overcommit: Overcommit::X2,
-                workload: Workload::Contended,
-                mode,
-            })
-            .collect();
+        let cells = contended_2x(&Mode::MAIN);
         plan(&cells, 1).remove(0)
     }
 
@@ -1227,14 +1220,7 @@ mod tests {
 
     #[test]
     fn the_guest_pvlock_mode_and_the_limit_cell() {
-        let cells: Vec<Cell> = [Mode::NativeTwo, Mode::KickCpu, Mode::HostKvm]
-            .into_iter()
-            .map(|mode| Cell {
-                overcommit: Overcommit::X2,
-                workload: Workload::Contended,
-                mode,
-            })
-            .collect();
+        let cells = contended_2x(&[Mode::NativeTwo, Mode::KickCpu, Mode::HostKvm]);
         // Repetition 2: the order rotated left by one.
         let unit = plan(&cells, 2).remove(1);
         assert_eq!(
@@ -1543,14 +1529,7 @@ mod tests {
     fn host_counters_per_mode_from_l1s_snapshots() {
         // Repetition 2 of the three modes of the hint and static goals at
         // 2x: static, nohint, hostkvm.
-        let cells: Vec<Cell> = [Mode::HostKvm, Mode::Static, Mode::NoHint]
-            .into_iter()
-            .map(|mode| Cell {
-                overcommit: Overcommit::X2,
-                workload: Workload::Contended,
-                mode,
-            })
-            .collect();
+        let cells = contended_2x(&[Mode::HostKvm, Mode::Static, Mode::NoHint]);
         let unit = plan(&cells, 2).remove(1);
         assert_eq!(unit.order(), [Mode::Static, Mode::NoHint, Mode::HostKvm]);
         let s = Settings::new(true, None, 1);

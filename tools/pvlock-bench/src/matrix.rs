@@ -947,10 +947,7 @@ impl Unit {
         let path = dir.join(format!("{}.toml", self.name()));
         std::fs::write(&path, self.scenario_toml(s))
             .with_context(|| format!("cannot write {}", path.display()))?;
-        let sc = Scenario::load(&path)?;
-        vmtest::judge::check_paths(&sc)
-            .with_context(|| format!("bad scenario {}", path.display()))?;
-        Ok(sc)
+        vmtest::judge::load_scenario(&path)
     }
 }
 
@@ -1002,9 +999,45 @@ pub fn plan(cells: &[Cell], reps: u32) -> Vec<Unit> {
     units
 }
 
+/// The contended cells at 2x of `modes`, in that order: for tests.
+#[cfg(test)]
+pub(crate) fn contended_2x(modes: &[Mode]) -> Vec<Cell> {
+    modes
+        .iter()
+        .map(|&mode| Cell {
+            overcommit: Overcommit::X2,
+            workload: Workload::Contended,
+            mode,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The quick matrix's L2 group `name` at 2x: guest_pvlock loaded with
+    /// `arg`, the settling, `info`, the snapshot before the workload, and
+    /// only the contended workload.
+    fn assert_contended_only_group(text: &str, name: &str, arg: &str) {
+        let group = &text[text.find(&format!("group = \"{name}\"")).unwrap()..];
+        let group = &group[..group.find("\n]\n").unwrap()];
+        assert_eq!(
+            group,
+            format!(
+                "group = \"{name}\"\ncount = 1\ncpus = 4\ncmdline = \"\"\nsteps = [\n  \
+                 {{ run = \"load\", args = [\"guest_pvlock\", \"{arg}\"], timeout = 60 }},\n  \
+                 {{ run = \"sleep\", args = [\"3\"] }},\n  \
+                 {{ run = \"info\" }},\n  \
+                 {{ run = \"hcmark\", args = [\"start\"] }},\n  \
+                 {{ run = \"stat\", id = \"stat-start\" }},\n  \
+                 {{ run = \"locktorture\", args = [\"spin_lock\", \"8\", \"5\"], timeout = 35, id = \"contended\" }},\n  \
+                 {{ run = \"hcmark\", args = [\"contended\"] }},\n  \
+                 {{ run = \"stat\", id = \"stat-contended\" }},\n  \
+                 {{ run = \"warnings\" }},"
+            )
+        );
+    }
 
     fn total_secs(units: &[Unit], s: &Settings) -> f64 {
         units.iter().map(|u| u.expected_secs(s)).sum()
@@ -1179,21 +1212,7 @@ mod tests {
         assert_eq!(x2.position(m), Some(6));
         assert!(x2.loads_host_kvm());
         let text = x2.scenario_toml(&s);
-        let group = &text[text.find("group = \"static\"").unwrap()..];
-        let group = &group[..group.find("\n]\n").unwrap()];
-        assert_eq!(
-            group,
-            "group = \"static\"\ncount = 1\ncpus = 4\ncmdline = \"\"\nsteps = [\n  \
-             { run = \"load\", args = [\"guest_pvlock\", \"adaptive=0\"], timeout = 60 },\n  \
-             { run = \"sleep\", args = [\"3\"] },\n  \
-             { run = \"info\" },\n  \
-             { run = \"hcmark\", args = [\"start\"] },\n  \
-             { run = \"stat\", id = \"stat-start\" },\n  \
-             { run = \"locktorture\", args = [\"spin_lock\", \"8\", \"5\"], timeout = 35, id = \"contended\" },\n  \
-             { run = \"hcmark\", args = [\"contended\"] },\n  \
-             { run = \"stat\", id = \"stat-contended\" },\n  \
-             { run = \"warnings\" },"
-        );
+        assert_contended_only_group(&text, "static", "adaptive=0");
         // Not at 1x.
         let x1 = units
             .iter()
@@ -1258,21 +1277,7 @@ mod tests {
         assert_eq!(x2.order().last(), Some(&m));
         assert!(x2.loads_host_kvm());
         let text = x2.scenario_toml(&s);
-        let group = &text[text.find("group = \"nohint\"").unwrap()..];
-        let group = &group[..group.find("\n]\n").unwrap()];
-        assert_eq!(
-            group,
-            "group = \"nohint\"\ncount = 1\ncpus = 4\ncmdline = \"\"\nsteps = [\n  \
-             { run = \"load\", args = [\"guest_pvlock\", \"hint=2\"], timeout = 60 },\n  \
-             { run = \"sleep\", args = [\"3\"] },\n  \
-             { run = \"info\" },\n  \
-             { run = \"hcmark\", args = [\"start\"] },\n  \
-             { run = \"stat\", id = \"stat-start\" },\n  \
-             { run = \"locktorture\", args = [\"spin_lock\", \"8\", \"5\"], timeout = 35, id = \"contended\" },\n  \
-             { run = \"hcmark\", args = [\"contended\"] },\n  \
-             { run = \"stat\", id = \"stat-contended\" },\n  \
-             { run = \"warnings\" },"
-        );
+        assert_contended_only_group(&text, "nohint", "hint=2");
         // Not at 1x; the other guests load guest_pvlock without hint=2.
         let x1 = units
             .iter()
@@ -1337,14 +1342,7 @@ mod tests {
         assert!(t.contains(r#"{ run = "stat", id = "host-stat-start" }"#));
         assert_eq!(t.matches(r#"run = "stat", id = "host-stat-"#).count(), 3);
         // No host_kvm, no snapshots.
-        let c: Vec<Cell> = [Mode::Native, Mode::Upstream]
-            .into_iter()
-            .map(|mode| Cell {
-                overcommit: Overcommit::X2,
-                workload: Workload::Contended,
-                mode,
-            })
-            .collect();
+        let c = contended_2x(&[Mode::Native, Mode::Upstream]);
         let bare = &plan(&c, 1)[0];
         assert_eq!(bare.host_stats_around(Mode::Native), None);
         assert!(!bare.scenario_toml(&s).contains("host-stat"));
@@ -1444,14 +1442,7 @@ mod tests {
         let text = stock.scenario_toml(&s);
         assert!(text.find("host_kvm").unwrap() < text.find("l2 = [").unwrap());
         // A plan without pvlock loads none.
-        let c: Vec<Cell> = [Mode::Native, Mode::Upstream]
-            .into_iter()
-            .map(|mode| Cell {
-                overcommit: Overcommit::X2,
-                workload: Workload::Contended,
-                mode,
-            })
-            .collect();
+        let c = contended_2x(&[Mode::Native, Mode::Upstream]);
         let units = plan(&c, 2);
         assert!(units.iter().all(|u| !u.loads_host_kvm()));
         assert!(!units[1].scenario_toml(&s).contains("host_kvm"));
@@ -1542,7 +1533,7 @@ mod tests {
                 text.replace(r#"run = "stressng""#, r#"run = "sh_step""#),
             )
             .unwrap();
-            Scenario::load(&p).unwrap_or_else(|e| panic!("{}: {e:#}", u.name()));
+            vmtest::judge::load_scenario(&p).unwrap_or_else(|e| panic!("{}: {e:#}", u.name()));
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

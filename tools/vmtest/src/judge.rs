@@ -342,16 +342,24 @@ fn node_shape() -> Value {
     serde_json::to_value(n).unwrap_or(Value::Null)
 }
 
+/// Reads a scenario ([`Scenario::load`]) and checks its expectations'
+/// paths ([`check_paths`]): what every scenario a run or the benchmark
+/// uses goes through, so that a wrong field fails before a kernel boots.
+pub fn load_scenario(path: &std::path::Path) -> anyhow::Result<Scenario> {
+    use anyhow::Context as _;
+    let s = Scenario::load(path)?;
+    check_paths(&s).with_context(|| format!("bad scenario {}", path.display()))?;
+    Ok(s)
+}
+
 /// Checks every expectation's path against the result's types: a field
 /// that does not exist (renamed, misspelt) or a kernel that the scenario
 /// never boots is an error when the scenario is loaded, not after its run.
 /// Below a map, a list of strings or a JSON document (`stats`), the keys
 /// are data, and the path is not checked further.
 pub fn check_paths(s: &Scenario) -> anyhow::Result<()> {
-    let mut kernels = vec!["l1".to_string()];
-    for g in &s.l2 {
-        kernels.extend((1..=g.count).map(|i| format!("{}-{i}", g.group)));
-    }
+    let mut kernels = s.l2_instances();
+    kernels.push("l1".to_string());
     let shape = node_shape();
     for e in &s.expect {
         check_path(&e.path, &kernels, &shape)
@@ -374,36 +382,48 @@ fn check_path(path: &str, kernels: &[String], shape: &Value) -> Result<(), Strin
             kernels.join(", ")
         ));
     }
+    // The segments below the kernel walked so far, for the messages.
+    let mut walked: Vec<&str> = Vec::new();
+    let at = |walked: &[&str]| match walked {
+        [] => "a kernel's result".to_string(),
+        w => format!("'{}'", w.join(".")),
+    };
     let mut cur = shape;
-    let mut at = String::from("a kernel's result");
     for seg in segs {
         match cur {
             Value::Object(m) if !m.is_empty() => {
                 let Some((_, next)) = m.iter().find(|(key, _)| glob(seg, key)) else {
                     let fields: Vec<&str> = m.keys().map(String::as_str).collect();
                     return Err(format!(
-                        "no field '{seg}' in {at} (fields: {})",
+                        "no field '{seg}' in {} (fields: {})",
+                        at(&walked),
                         fields.join(", ")
                     ));
                 };
                 cur = next;
             }
             Value::Array(a) if !a.is_empty() => {
-                if seg != "last" && seg != "*" && seg.parse::<usize>().is_err() {
-                    return Err(format!("'{seg}' is not an index of the list {at}"));
+                // What `select` can match in a list: an index, `last`, or
+                // a glob.
+                if seg != "last" && !seg.contains('*') && seg.parse::<usize>().is_err() {
+                    return Err(format!(
+                        "'{seg}' is not an index of the list {}",
+                        at(&walked)
+                    ));
                 }
                 cur = &a[0];
             }
             // A map, a list of plain values, a document, or a value that
             // may be absent: its keys are data.
             Value::Object(_) | Value::Array(_) | Value::Null => return Ok(()),
-            _ => return Err(format!("{at} is a plain value, with no '{seg}' in it")),
+            _ => {
+                return Err(format!(
+                    "{} is a plain value, with no '{seg}' in it",
+                    at(&walked)
+                ))
+            }
         }
-        at = if at.starts_with('\'') {
-            format!("{}.{seg}'", at.trim_end_matches('\''))
-        } else {
-            format!("'{seg}'")
-        };
+        walked.push(seg);
     }
     Ok(())
 }
@@ -615,8 +635,7 @@ mod tests {
     }
 
     fn scenario(toml_text: &str) -> Scenario {
-        let s: Scenario = toml::from_str(toml_text).unwrap();
-        s
+        toml::from_str(toml_text).unwrap()
     }
 
     #[test]
@@ -675,8 +694,7 @@ steps = []
             for f in rd.flatten() {
                 let p = f.path();
                 if p.extension().is_some_and(|e| e == "toml") {
-                    let s = Scenario::load(&p).unwrap();
-                    check_paths(&s).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()));
+                    load_scenario(&p).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()));
                     n += 1;
                 }
             }

@@ -149,7 +149,7 @@ fn all_scenarios(repo: &Path) -> Result<Vec<Scenario>> {
         .collect();
     paths.sort();
     for p in paths {
-        v.push(load(&p)?);
+        v.push(judge::load_scenario(&p)?);
     }
     Ok(v)
 }
@@ -157,7 +157,7 @@ fn all_scenarios(repo: &Path) -> Result<Vec<Scenario>> {
 fn find(repo: &Path, name: &str) -> Result<Scenario> {
     let p = Path::new(name);
     if p.exists() {
-        return load(p);
+        return judge::load_scenario(p);
     }
     let p = scenario_dir(repo).join(format!("{name}.toml"));
     if !p.exists() {
@@ -166,15 +166,7 @@ fn find(repo: &Path, name: &str) -> Result<Scenario> {
             p.display()
         );
     }
-    load(&p)
-}
-
-/// Reads a scenario and checks its expectations' paths against the
-/// result's types, so that a wrong field fails before any kernel boots.
-fn load(p: &Path) -> Result<Scenario> {
-    let s = Scenario::load(p)?;
-    judge::check_paths(&s).with_context(|| format!("bad scenario {}", p.display()))?;
-    Ok(s)
+    judge::load_scenario(&p)
 }
 
 /// Prints a scenario's final verdict (and, with `summary`, what its
