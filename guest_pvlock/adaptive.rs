@@ -194,14 +194,51 @@ struct Inner {
     last: u64,
     /// The steal share of the period before (thousandths).
     steal_before: u32,
-    /// `waits_bound` and `wakeups_missed` when the last message about them
-    /// was printed, and when that was (0: never).
-    bound_told: (u64, u64),
-    told_at: u64,
+    /// The last message about bounded waits.
+    told: BoundedWaitsTold,
 }
 
 /// At most one message about bounded waits per minute.
 const BOUND_MESSAGE_NS: u64 = 60 * 1_000_000_000;
+
+/// What the last message about bounded waits counted, and when it was
+/// printed (`None`: never).
+#[derive(Default)]
+struct BoundedWaitsTold {
+    bound: u64,
+    missed: u64,
+    at: Option<u64>,
+}
+
+impl BoundedWaitsTold {
+    /// Prints, at most once a minute, how many lock waits the host's bound
+    /// ended since the last message, and how many of them had been owed a
+    /// kick (`wakeups_missed`): a user sees a lost kick without reading
+    /// counters. From the periodic work, not the slowpath: no printk under
+    /// a lock wait.
+    fn tell(&mut self, lock: &algo::PvLock, now: u64) {
+        let bound = lock.counter(algo::Counter::WaitsBound);
+        let missed = lock.counter(algo::Counter::WakeupsMissed);
+        let recent = self
+            .at
+            .is_some_and(|t| now.saturating_sub(t) < BOUND_MESSAGE_NS);
+        if bound <= self.bound || recent {
+            return;
+        }
+        pr_warn!(
+            "{} lock waits reached the host's bound, {} of them owed a kick (waits_bound {}, wakeups_missed {})\n",
+            bound - self.bound,
+            missed.saturating_sub(self.missed),
+            bound,
+            missed
+        );
+        *self = BoundedWaitsTold {
+            bound,
+            missed,
+            at: Some(now),
+        };
+    }
+}
 
 /// The lock and the state of the periodic decision.
 #[pin_data]
@@ -226,8 +263,7 @@ impl Control {
                 steal,
                 last: now,
                 steal_before: 0,
-                bound_told: (0, 0),
-                told_at: 0,
+                told: BoundedWaitsTold::default(),
             }),
         }? Error))
     }
@@ -310,33 +346,6 @@ impl Control {
     }
 }
 
-/// Prints, at most once a minute, how many lock waits the host's bound
-/// ended since the last message, and how many of them had been owed a kick
-/// (`wakeups_missed`): a user sees a lost kick without reading counters.
-/// From the periodic work, not the slowpath: no printk under a lock wait.
-fn tell_bounded_waits(
-    installed: &Installed<Pvlock>,
-    told: &mut (u64, u64),
-    told_at: &mut u64,
-    now: u64,
-) {
-    let l = &installed.lock().lock;
-    let bound = l.counter(algo::Counter::WaitsBound);
-    let missed = l.counter(algo::Counter::WakeupsMissed);
-    if bound <= told.0 || (*told_at != 0 && now.saturating_sub(*told_at) < BOUND_MESSAGE_NS) {
-        return;
-    }
-    pr_warn!(
-        "{} lock waits reached the host's bound, {} of them owed a kick (waits_bound {}, wakeups_missed {})\n",
-        bound - told.0,
-        missed.saturating_sub(told.1),
-        bound,
-        missed
-    );
-    *told = (bound, missed);
-    *told_at = now.max(1);
-}
-
 impl PeriodicWork for Control {
     fn run(&self) -> Option<u32> {
         let period = params::ADAPTIVE_PERIOD_MS.get();
@@ -363,7 +372,7 @@ impl PeriodicWork for Control {
         }
         let (native, mut reason) = decide(advice, steal);
         let installed = inner.installed.as_mut()?;
-        tell_bounded_waits(installed, &mut inner.bound_told, &mut inner.told_at, now);
+        inner.told.tell(&installed.lock().lock, now);
         if native {
             let since = *inner.calm_since.get_or_insert(now);
             let hold = u64::from(params::ADAPTIVE_HOLD_MS.get()) * 1_000_000;

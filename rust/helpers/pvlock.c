@@ -12,7 +12,6 @@
 #include <linux/sched/clock.h>
 #include <linux/sched/cputime.h>
 #include <linux/cpumask.h>
-#include <linux/cpuhotplug.h>
 #include <linux/percpu.h>
 #include <linux/smp.h>
 #include <linux/spinlock.h>
