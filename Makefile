@@ -145,15 +145,20 @@ test: deps kernel
 	$(MAKE) model
 	$(VMTEST) run --all
 
+# $(call vmtest-variant,VARIANT): vmtest on kernel variant VARIANT
+# (kernel/VARIANT.config, built by make kernel CONFIG=VARIANT) with its
+# modules (make modules CONFIG=VARIANT), results in build/vmtest-VARIANT.
+vmtest-variant = $(HOST_BIN)/vmtest --kdir $$(PVLOCK_KCONFIG=$(1) scripts/kernel.sh --print-kdir) \
+	--repo $(CURDIR) --tools-bin $(STATIC_BIN) --modules $(CURDIR)/build/modules-$(1) \
+	--out build/vmtest-$(1)
+
 # The distro variant (KVM as modules, NR_CPUS=8192): its own cached tree,
 # modules in build/modules-distro, tests/distro/kvm-modules.toml.
 test-distro: deps
 	$(MAKE) kernel CONFIG=distro
 	$(MAKE) modules CONFIG=distro
 	$(MAKE) tools
-	$(HOST_BIN)/vmtest --kdir $$(PVLOCK_KCONFIG=distro scripts/kernel.sh --print-kdir) --repo $(CURDIR) \
-		--tools-bin $(STATIC_BIN) --modules $(CURDIR)/build/modules-distro --out build/vmtest-distro \
-		run tests/distro/kvm-modules.toml
+	$(call vmtest-variant,distro) run tests/distro/kvm-modules.toml
 
 # The debug variant (lockdep, sleep-in-atomic and preemption checks,
 # KFENCE): its own cached tree, modules in build/modules-debug; the
@@ -164,9 +169,7 @@ test-debug: deps
 	$(MAKE) kernel CONFIG=debug
 	$(MAKE) modules CONFIG=debug
 	$(MAKE) tools
-	$(HOST_BIN)/vmtest --kdir $$(PVLOCK_KCONFIG=debug scripts/kernel.sh --print-kdir) --repo $(CURDIR) \
-		--tools-bin $(STATIC_BIN) --modules $(CURDIR)/build/modules-debug --out build/vmtest-debug \
-		run $(DEBUG_SCENARIOS)
+	$(call vmtest-variant,debug) run $(DEBUG_SCENARIOS)
 
 demo: deps kernel
 	$(MAKE) modules tools
