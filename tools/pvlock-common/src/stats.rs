@@ -112,8 +112,10 @@ impl Histogram {
 /// The pvlock counters KVM keeps per vCPU in its binary statistics
 /// (`KVM_GET_STATS_FD`; KVM's per-VM debugfs directory sums them over the
 /// VM's vCPUs), in the order tools show them
-/// (Documentation/virt/kvm/pvlock.rst).
-pub const KVM_VCPU_COUNTERS: [&str; 7] = [
+/// (Documentation/virt/kvm/pvlock.rst): lock waits and kicks, then the
+/// critical-section hint's grants and the holders' reschedules not
+/// deferred.
+pub const KVM_VCPU_COUNTERS: [&str; 11] = [
     "pvlock_waits",
     "pvlock_waits_at_once",
     "pvlock_waits_kicked",
@@ -121,6 +123,10 @@ pub const KVM_VCPU_COUNTERS: [&str; 7] = [
     "pvlock_kicks_held",
     "pvlock_kicks_failed",
     "pvlock_waits_bound",
+    "pvlock_grants",
+    "pvlock_grants_expired",
+    "pvlock_grants_cut",
+    "pvlock_preempted_in_cs",
 ];
 
 /// KVM's per-VM statistics of the host's advice (`kernel/patches/0009-*`,

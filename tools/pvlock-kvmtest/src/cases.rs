@@ -1581,9 +1581,10 @@ fn hint_bounded(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
             .with_context(|| format!("KVM has no {name}"))?
             - before.total(name).unwrap_or(0))
     };
-    let (grants, expired, in_cs) = (
+    let (grants, expired, cut, in_cs) = (
         d("pvlock_grants")?,
         d("pvlock_grants_expired")?,
+        d("pvlock_grants_cut")?,
         d("pvlock_preempted_in_cs")?,
     );
     let (hs, os) = (h1 - h0, o1 - o0);
@@ -1592,6 +1593,7 @@ fn hint_bounded(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
     out.set("grant_us", grant_us);
     out.set("grants", grants);
     out.set("grants_expired", expired);
+    out.set("grants_cut", cut);
     out.set("preempted_in_cs", in_cs);
     out.set("hostile_ms", hs / 1_000_000);
     out.set("other_ms", os / 1_000_000);
@@ -1611,10 +1613,17 @@ fn hint_bounded(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
         grants <= ticks,
         "{grants} grants in {ticks} ms: more than one per tick"
     );
-    // Every grant ran out (the vCPU never stops of itself), bar the last.
+    // Every grant ended, and KVM says how: its timer ran out, or the
+    // thread left the CPU first (another reschedule asked within the
+    // grant, which is never deferred); the last may still run.  The
+    // vCPU never stops of itself, so the timer must end some.
     ensure!(
-        expired + 1 >= grants,
-        "{grants} grants, {expired} ran out: a grant ended otherwise"
+        expired > 0,
+        "{grants} grants and none ran out: the grant's timer never fired"
+    );
+    ensure!(
+        expired + cut <= grants && expired + cut + 1 >= grants,
+        "{grants} grants, {expired} ran out, {cut} cut short: grants unaccounted for"
     );
     // The hostile vCPU got no more than a little over its half.
     ensure!(
