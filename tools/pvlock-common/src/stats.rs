@@ -113,9 +113,9 @@ impl Histogram {
 /// (`KVM_GET_STATS_FD`; KVM's per-VM debugfs directory sums them over the
 /// VM's vCPUs), in the order tools show them
 /// (Documentation/virt/kvm/pvlock.rst): lock waits and kicks, then the
-/// critical-section hint's grants and the holders' reschedules not
-/// deferred.
-pub const KVM_VCPU_COUNTERS: [&str; 11] = [
+/// critical-section hint's grants, the holders' reschedules not deferred,
+/// and the directed yields the hint steered.
+pub const KVM_VCPU_COUNTERS: [&str; 13] = [
     "pvlock_waits",
     "pvlock_waits_at_once",
     "pvlock_waits_kicked",
@@ -127,6 +127,8 @@ pub const KVM_VCPU_COUNTERS: [&str; 11] = [
     "pvlock_grants_expired",
     "pvlock_grants_cut",
     "pvlock_preempted_in_cs",
+    "pvlock_yields_redirected",
+    "pvlock_yields_refused",
 ];
 
 /// KVM's per-VM statistics of the host's advice (`kernel/patches/0009-*`,

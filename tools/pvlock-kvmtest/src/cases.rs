@@ -178,6 +178,14 @@ pub const CASES: &[Case] = &[
         run: hint_bounded,
     },
     Case {
+        name: "yield_to_holder",
+        needs: Needs::Loaded,
+        about: "KVM_HC_SCHED_YIELD to a vCPU preempted while its hint says it only waits is \
+                refused (no other vCPU holds a lock); to one preempted holding a lock, or \
+                doing neither, it yields as named",
+        run: yield_to_holder,
+    },
+    Case {
         name: "hlt_in_guest",
         needs: Needs::Loaded,
         about: "with HLT exits disabled, a lock wait still halts and its kick ends it",
@@ -1253,6 +1261,30 @@ impl Hogs {
     }
 }
 
+impl Hogs {
+    /// One hog per CPU of `cpus`, pinned to it.
+    fn start_pinned(cpus: &[usize]) -> Hogs {
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = cpus
+            .iter()
+            .map(|&cpu| {
+                let stop = Arc::clone(&stop);
+                thread::spawn(move || {
+                    // SAFETY: gettid has no preconditions.
+                    let tid = unsafe { libc::gettid() };
+                    // Unpinned, the hog still competes: the case then fails
+                    // on its counts and says so.
+                    let _ = pin(tid, cpu);
+                    while !stop.load(AtomicOrdering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        Hogs { stop, threads }
+    }
+}
+
 impl Drop for Hogs {
     fn drop(&mut self) {
         self.stop.store(true, AtomicOrdering::Relaxed);
@@ -1511,18 +1543,7 @@ fn pin(tid: i32, cpu: usize) -> Result<()> {
 
 /// The first CPU this process may run on.
 fn first_allowed_cpu() -> Result<usize> {
-    // SAFETY: As in `pin()`; sched_getaffinity fills the set.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        ensure!(
-            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0,
-            "sched_getaffinity: {}",
-            std::io::Error::last_os_error()
-        );
-        (0..libc::CPU_SETSIZE as usize)
-            .find(|&c| libc::CPU_ISSET(c, &set))
-            .context("no CPU allowed")
-    }
+    allowed_cpus()?.first().copied().context("no CPU allowed")
 }
 
 /// Case: the grant is bounded and fair.
@@ -1636,6 +1657,104 @@ fn hint_bounded(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
     // cancelled with the vCPU (a timer left would fire into freed memory).
     drop(hostile);
     drop(other);
+    Ok(())
+}
+
+/// The CPUs this process may run on.
+fn allowed_cpus() -> Result<Vec<usize>> {
+    // SAFETY: As in `pin()`; sched_getaffinity fills the set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        ensure!(
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0,
+            "sched_getaffinity: {}",
+            std::io::Error::last_os_error()
+        );
+        Ok((0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect())
+    }
+}
+
+/// The target's hint words (beside the kicker's, [`HINT_COUNT`]).
+const TARGET_HINT_COUNT: usize = 0x708;
+const TARGET_HINT_WAIT: usize = 0x70c;
+
+/// Case: directed yields go to lock holders, not to waiters.
+fn yield_to_holder(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
+    const PHASE: Duration = Duration::from_millis(1500);
+    let cpus = allowed_cpus()?;
+    let [c0, c1] = match cpus[..] {
+        [a, b, ..] => [a, b],
+        _ => return Err(Skip(format!("needs two CPUs, has {cpus:?}")).into()),
+    };
+    let vm = ctx.kick_vm(abi::KVM_PVLOCK_KICK_ENABLE)?;
+    // The target registers its own hint, then spins.
+    vm.target_round(
+        false,
+        Rest::Call {
+            nr: abi::KVM_HC_PVLOCK_HINT,
+            args: [0, TARGET_HINT_COUNT as u32, TARGET_HINT_WAIT as u32],
+        },
+    )?;
+    vm.expect_waited()?;
+    vm.target_round(true, Rest::Hlt)?;
+    // Target and a hog share CPU c0, so the target is preempted every
+    // slice; the kicker shares c1 with another, so that it has someone to
+    // yield its CPU to (KVM does not yield from a CPU with one task).
+    let [k, t] = vm.vcpu_tids()?;
+    pin(t, c0)?;
+    pin(k, c1)?;
+    let hogs = Hogs::start_pinned(&[c0, c1]);
+    let mut phases = Vec::new();
+    for (name, count, wait) in [("waiting", 1, 1), ("holding", 1, 0), ("neither", 0, 0)] {
+        vm.write_word(TARGET_HINT_COUNT, count);
+        vm.write_word(TARGET_HINT_WAIT, wait);
+        // Let the target be preempted with the new words a few times.
+        thread::sleep(Duration::from_millis(100));
+        let before = vm.vcpu_stats()?[0].clone();
+        let t0 = Instant::now();
+        let mut calls = 0u64;
+        while t0.elapsed() < PHASE {
+            vm.hypercall_loop(abi::KVM_HC_SCHED_YIELD, [1, 0, 0, 0], 50, 0, vm.timeout)?;
+            calls += 50;
+        }
+        let after = vm.vcpu_stats()?[0].clone();
+        let d = |n: &str| -> Result<u64> {
+            Ok(after.total(n).with_context(|| format!("KVM has no {n}"))?
+                - before.total(n).unwrap_or(0))
+        };
+        let (done, refused, redirected) = (
+            d("directed_yield_successful")?,
+            d("pvlock_yields_refused")?,
+            d("pvlock_yields_redirected")?,
+        );
+        out.set(&format!("{name}_calls"), calls);
+        out.set(&format!("{name}_yielded"), done);
+        out.set(&format!("{name}_refused"), refused);
+        phases.push((name, done, refused, redirected));
+    }
+    drop(hogs);
+    vm.target_stop_spinning()?;
+    for (name, done, refused, redirected) in phases {
+        ensure!(
+            redirected == 0,
+            "{name}: {redirected} yields redirected, with no other vCPU to go to"
+        );
+        if name == "waiting" {
+            ensure!(
+                refused > 0 && done == 0,
+                "a target preempted while only waiting: {refused} yields refused, {done} \
+                 made (want some refused, none made)"
+            );
+        } else {
+            ensure!(
+                refused == 0 && done > 0,
+                "a target preempted {name}: {refused} yields refused, {done} made (want none \
+                 refused, some made)"
+            );
+        }
+    }
     Ok(())
 }
 

@@ -15,9 +15,10 @@
 //!   has rewritten in the meantime.
 //! - vCPU 1 runs [`TARGET`]: with interrupts disabled, it reports
 //!   [`EV_READY`] (gated), then spins while the word at [`TGT_SPIN`] is not
-//!   0, and then, as [`TGT_MODE`] says, either makes a lock wait
-//!   (`KVM_HC_PVLOCK_WAIT` with a0 = [`TGT_FLAGS`], a1 = [`TGT_TOKEN`]),
-//!   stores its result at [`TGT_RET`] and reports [`EV_WAITED`], or
+//!   0, and then, as [`TGT_MODE`] says, either makes a hypercall (a lock
+//!   wait: [`TGT_NR`] = `KVM_HC_PVLOCK_WAIT` with a0 = [`TGT_FLAGS`], a1 =
+//!   [`TGT_TOKEN`]; or another, with a2 = [`TGT_A2`]), stores its result
+//!   at [`TGT_RET`] and reports [`EV_WAITED`], or
 //!   executes a plain `hlt` and reports [`EV_WOKE`]; then it starts over.
 //!   Its other exits go to [`PORT_EVENT`] and are not gated, so it reaches
 //!   its wait or `hlt` without waiting for the test. With IF = 0, only a
@@ -30,8 +31,6 @@
 //! 32 bits: tokens and APIC IDs are u32 here.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-
-use pvlock_common::abi;
 
 /// Size of the guest's memory slot at guest physical address 0.
 pub const MEM_SIZE: usize = 0x10000;
@@ -72,10 +71,15 @@ pub const TGT_FLAGS: usize = 0x608;
 pub const TGT_TOKEN: usize = 0x60c;
 /// Written by the target: EAX after its lock wait.
 pub const TGT_RET: usize = 0x610;
+/// The target's hypercall number in [`MODE_WAIT`] (`KVM_HC_PVLOCK_WAIT`
+/// for a lock wait).
+pub const TGT_NR: usize = 0x614;
+/// a2 (EDX) of the target's hypercall.
+pub const TGT_A2: usize = 0x618;
 
 /// [`TGT_MODE`]: a plain `hlt`.
 pub const MODE_HLT: u32 = 0;
-/// [`TGT_MODE`]: `KVM_HC_PVLOCK_WAIT`.
+/// [`TGT_MODE`]: the hypercall [`TGT_NR`] (a lock wait, or another).
 pub const MODE_WAIT: u32 = 1;
 
 /// Where the kicker is loaded (vCPU 0's RIP, CS base 0).
@@ -88,7 +92,7 @@ pub const SNIPPET_MAX: usize = 0x800;
 // The layout does not overlap (checked at compile time).
 const _: () = {
     assert!(CMD_OP + 4 <= TGT_SPIN);
-    assert!(TGT_RET + 4 <= KICKER_AT);
+    assert!(TGT_A2 + 4 <= KICKER_AT);
     assert!(KICKER_AT + SNIPPET_MAX <= TARGET_AT);
     assert!(TARGET_AT + SNIPPET_MAX <= MEM_SIZE);
 };
@@ -152,8 +156,8 @@ pub fn event_name(port: u16, value: u32) -> String {
 //       }
 //       if (TGT_MODE == MODE_WAIT) {
 //           out EV_WAITING -> PORT_EVENT
-//           eax = KVM_HC_PVLOCK_WAIT; ebx = TGT_FLAGS; ecx = TGT_TOKEN
-//           edx = esi = 0
+//           eax = TGT_NR; ebx = TGT_FLAGS; ecx = TGT_TOKEN
+//           edx = TGT_A2; esi = 0
 //           vmmcall                  (a lock wait: only its kick ends it)
 //           TGT_RET = eax
 //           out EV_WAITED -> PORT_EVENT
@@ -221,10 +225,10 @@ core::arch::global_asm!(
     "    jne .Ltarget_halt",
     "    movl ${ev_waiting}, %eax",
     "    outl %eax, ${port_event}",
-    "    movl ${hc_wait}, %eax",
+    "    movl {tnr}, %eax",
     "    movl {flags}, %ebx",
     "    movl {token}, %ecx",
-    "    xorl %edx, %edx",
+    "    movl {ta2}, %edx",
     "    xorl %esi, %esi",
     "    vmmcall",
     "    movl %eax, {ret}",
@@ -266,7 +270,8 @@ core::arch::global_asm!(
     flags = const TGT_FLAGS,
     token = const TGT_TOKEN,
     ret = const TGT_RET,
-    hc_wait = const abi::KVM_HC_PVLOCK_WAIT,
+    tnr = const TGT_NR,
+    ta2 = const TGT_A2,
     port_result = const PORT_RESULT,
     port_event = const PORT_EVENT,
     ev_ready = const EV_READY,
@@ -453,25 +458,25 @@ mod tests {
     }
 
     #[test]
-    fn target_waits_with_the_wait_hypercall() {
+    fn target_makes_the_hypercall_of_its_block() {
         let t = TARGET.bytes();
-        // 66 b8 <nr>: movl $KVM_HC_PVLOCK_WAIT, %eax, right before the
-        // token and flags are loaded and the hypercall made.
-        let mut mov = vec![0x66, 0xb8];
-        mov.extend_from_slice(&abi::KVM_HC_PVLOCK_WAIT.to_le_bytes());
+        // 66 a1 14 06: movl 0x614 (TGT_NR), %eax, right before the
+        // arguments are loaded and the hypercall made.
+        let mov = [0x66, 0xa1, 0x14, 0x06];
         let at = t
             .windows(mov.len())
             .position(|w| w == mov)
-            .expect("movl $KVM_HC_PVLOCK_WAIT, %eax");
+            .expect("movl TGT_NR, %eax");
         let call = hypercall_sites(t)[0];
         assert!(
             at < call && call - at < 32,
             "mov at {at}, vmmcall at {call}"
         );
-        // 66 8b 1e 08 06 / 66 8b 0e 0c 06: ebx = flags, ecx = token.
+        // ebx = flags (0x608), ecx = token (0x60c), edx = a2 (0x618).
         let args = &t[at..call];
         assert!(args.windows(5).any(|w| w == [0x66, 0x8b, 0x1e, 0x08, 0x06]));
         assert!(args.windows(5).any(|w| w == [0x66, 0x8b, 0x0e, 0x0c, 0x06]));
+        assert!(args.windows(5).any(|w| w == [0x66, 0x8b, 0x16, 0x18, 0x06]));
         // 66 a3 10 06: movl %eax, 0x610 (the result) right after it.
         assert_eq!(&t[call + 3..call + 7], &[0x66, 0xa3, 0x10, 0x06]);
     }

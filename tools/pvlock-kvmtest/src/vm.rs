@@ -511,6 +511,9 @@ pub enum Rest {
     Hlt,
     /// `KVM_HC_PVLOCK_WAIT` with a0 = `flags`, a1 = `token`.
     Wait { flags: u32, token: u32 },
+    /// Hypercall `nr` with `args` (a0-a2), in the place of the lock wait:
+    /// a hypercall the target must make itself (its hint, say).
+    Call { nr: u32, args: [u32; 3] },
 }
 
 impl Rest {
@@ -523,7 +526,7 @@ impl Rest {
     fn event(self) -> u32 {
         match self {
             Rest::Hlt => guest::EV_HALTING,
-            Rest::Wait { .. } => guest::EV_WAITING,
+            Rest::Wait { .. } | Rest::Call { .. } => guest::EV_WAITING,
         }
     }
 }
@@ -854,13 +857,17 @@ impl TestVm {
         self.target
             .expect(guest::PORT_RESULT, guest::EV_READY, self.timeout)?;
         let m = self.mem();
-        let (mode, flags, token) = match rest {
-            Rest::Hlt => (guest::MODE_HLT, 0, 0),
-            Rest::Wait { flags, token } => (guest::MODE_WAIT, flags, token),
+        let wait = abi::KVM_HC_PVLOCK_WAIT;
+        let (mode, nr, [flags, token, a2]) = match rest {
+            Rest::Hlt => (guest::MODE_HLT, wait, [0; 3]),
+            Rest::Wait { flags, token } => (guest::MODE_WAIT, wait, [flags, token, 0]),
+            Rest::Call { nr, args } => (guest::MODE_WAIT, nr, args),
         };
         m.write(guest::TGT_MODE, mode);
+        m.write(guest::TGT_NR, nr);
         m.write(guest::TGT_FLAGS, flags);
         m.write(guest::TGT_TOKEN, token);
+        m.write(guest::TGT_A2, a2);
         m.write(guest::TGT_RET, NO_RET);
         m.write(guest::TGT_SPIN, u32::from(spin));
         self.rest.set(rest);

@@ -16,8 +16,8 @@ use serde::Serialize;
 use pvlock_common::stats::{KVM_VCPU_COUNTERS, KVM_VM_ADVICE};
 
 /// The per-VM statistics shown, in order (KVM's names): the lock waits and
-/// kicks, the critical-section hint's grants, then the host's advice and
-/// the load behind it.
+/// kicks, the critical-section hint's grants and yields, then the host's
+/// advice and the load behind it.
 pub fn columns() -> impl Iterator<Item = &'static str> {
     KVM_VCPU_COUNTERS.into_iter().chain(KVM_VM_ADVICE)
 }
@@ -185,8 +185,8 @@ mod tests {
             ("pvlock_grants_expired".into(), Some(9))
         );
         assert_eq!(
-            vms[1].counters[11],
-            ("pvlock_advice_dedicated".into(), Some(12))
+            vms[1].counters[13],
+            ("pvlock_advice_dedicated".into(), Some(14))
         );
         let t = table(&vms);
         let lines: Vec<&str> = t.lines().collect();
@@ -195,7 +195,7 @@ mod tests {
         assert!(lines[1].starts_with("98-12   qemu-system-x86"), "{t}");
         assert!(lines[0].ends_with("load_preempted"), "{t}");
         assert!(lines[0].contains("grants_cut"), "{t}");
-        assert!(lines[2].ends_with(" 16"), "{t}");
+        assert!(lines[2].ends_with(" 18"), "{t}");
         let j: serde_json::Value = serde_json::from_str(&json(&vms)).unwrap();
         assert_eq!(j["vms"][1]["counters"]["pvlock_waits_kicked"], 3);
     }
