@@ -38,20 +38,29 @@ KDIR ?= $(shell PVLOCK_KCONFIG=$(CONFIG) scripts/kernel.sh --print-kdir)
 # Modules for a variant kernel are built apart, from a copy of their
 # sources in build/modules-<variant>, so that those of the default kernel
 # stay where the tests take them.
-MODOUT = $(if $(CONFIG),$(CURDIR)/build/modules-$(CONFIG),$(CURDIR))
-KMAKE = $(MAKE) -C $(KDIR) M=$(MODOUT) LLVM=$(LLVM_SUFFIX)
+# TEST_HOOKS=y builds the harness's modules, with fault injection
+# (guest_pvlock/faults.rs, host_kvm's inject_ignore_kicks), apart in
+# build/modules-test: the modules users install (make) have none.
+TEST_HOOKS ?=
+MODVARIANT = $(CONFIG)$(if $(TEST_HOOKS),$(if $(CONFIG),-)test)
+MODOUT = $(if $(MODVARIANT),$(CURDIR)/build/modules-$(MODVARIANT),$(CURDIR))
+KMAKE = $(MAKE) -C $(KDIR) M=$(MODOUT) LLVM=$(LLVM_SUFFIX) \
+	$(if $(TEST_HOOKS),PVLOCK_TEST_HOOKS=y) $(if $(CLIPPY),CLIPPY=1)
 CARGO = cargo
 TOOLS = tools
 STATIC_TARGET = x86_64-unknown-linux-gnu
 STATIC_BIN = $(TOOLS)/target/$(STATIC_TARGET)/release
 HOST_BIN = $(TOOLS)/target/release
 VMTEST = $(HOST_BIN)/vmtest --kdir $(KDIR) --repo $(CURDIR) --tools-bin $(STATIC_BIN)
+# The tests run the harness's modules: those with the test hooks.
+VMTEST_HOOKS = $(VMTEST) --modules $(CURDIR)/build/modules-test
 RS_MODULE_FILES = $(wildcard guest_pvlock/*.rs host_kvm/*.rs)
 RS_KERNEL_FILES = $(shell find rust -name '*.rs')
 
 .PHONY: all modules deps kernel print-kdir tools static-tools host-tools check \
 	check-modules check-tools test test-unit model vmtest demo bench clean \
-	kernel-clean check-kdir test-distro test-debug variant
+	kernel-clean check-kdir test-distro test-debug variant modules-test \
+	check-modules-test
 
 all: modules
 
@@ -75,7 +84,7 @@ check-kdir:
 		echo "pvlock: error: KDIR=$(KDIR) lacks the pvlock patches (kernel/patches); build it with 'make kernel'" >&2; exit 1; fi
 
 modules: check-kdir
-	@if [ -n "$(CONFIG)" ]; then \
+	@if [ -n "$(MODVARIANT)" ]; then \
 		mkdir -p $(MODOUT)/guest_pvlock $(MODOUT)/host_kvm && cp -p Kbuild $(MODOUT)/ && \
 		cp -p guest_pvlock/Kbuild guest_pvlock/*.rs guest_pvlock/*.c $(MODOUT)/guest_pvlock/ && \
 		cp -p host_kvm/Kbuild host_kvm/*.rs $(MODOUT)/host_kvm/; fi
@@ -88,6 +97,10 @@ modules: check-kdir
 		rm -f $(MODOUT)/guest_pvlock/*.ko $(MODOUT)/host_kvm/*.ko $(MODOUT)/guest_pvlock/*.o $(MODOUT)/host_kvm/*.o; \
 		echo "pvlock: error: the module build warned (see above)" >&2; rm -f $$log; exit 1; fi; \
 	rm -f $$log; ls -1 $(MODOUT)/guest_pvlock/guest_pvlock.ko $(MODOUT)/host_kvm/host_kvm.ko
+
+# The harness's modules, with the test hooks, in build/modules-test.
+modules-test:
+	@$(MAKE) --no-print-directory modules TEST_HOOKS=y
 
 REV ?=
 NAME ?=
@@ -105,7 +118,7 @@ host-tools:
 
 tools: static-tools host-tools
 
-check: check-modules check-tools
+check: check-modules check-modules-test check-tools
 
 check-modules: check-kdir
 	@rustfmt --edition 2021 --check --config-path $(KDIR)/.rustfmt.toml \
@@ -122,6 +135,18 @@ check-modules: check-kdir
 		echo "pvlock: error: clippy (CLIPPY=1) is not clean on the kernel crate's pvlock code" >&2; rm -f $$log; exit 1; fi; \
 	rm -f $$log; echo "kernel crate (rust/): clippy clean"
 
+# Clippy on the harness's build too: the test hooks are code as well.
+check-modules-test: modules
+	@rm -f build/modules-test/guest_pvlock/*.o build/modules-test/host_kvm/*.o
+	@$(MAKE) --no-print-directory modules TEST_HOOKS=y CLIPPY=1 >/dev/null
+	@echo "modules with the test hooks: clippy clean"
+	@for m in guest_pvlock/guest_pvlock.ko host_kvm/host_kvm.ko; do \
+		if /sbin/modinfo -F parm $$m | grep -q '^inject_'; then \
+			echo "pvlock: error: $$m (the build users install) has test hooks" >&2; exit 1; fi; \
+		if ! /sbin/modinfo -F parm build/modules-test/$$m | grep -q '^inject_'; then \
+			echo "pvlock: error: build/modules-test/$$m has no test hooks" >&2; exit 1; fi; \
+	done; echo "test hooks: only in build/modules-test"
+
 check-tools:
 	$(CARGO) fmt --manifest-path $(TOOLS)/Cargo.toml --all --check
 	$(CARGO) clippy --quiet --manifest-path $(TOOLS)/Cargo.toml --workspace --all-targets -- -D warnings
@@ -135,15 +160,15 @@ model:
 		-p pvlock-model --target-dir $(TOOLS)/target/loom
 
 SCENARIO ?=
-vmtest: modules tools
-	$(VMTEST) run $(if $(SCENARIO),$(SCENARIO),--fast)
+vmtest: modules-test tools
+	$(VMTEST_HOOKS) run $(if $(SCENARIO),$(SCENARIO),--fast)
 
 test: deps kernel
-	$(MAKE) modules tools
+	$(MAKE) modules modules-test tools
 	$(MAKE) check
 	$(MAKE) test-unit
 	$(MAKE) model
-	$(VMTEST) run --all
+	$(VMTEST_HOOKS) run --all
 
 # $(call vmtest-variant,VARIANT): vmtest on kernel variant VARIANT
 # (kernel/VARIANT.config, built by make kernel CONFIG=VARIANT) with its

@@ -27,6 +27,7 @@ pub(crate) use kernel::pvlock::{abi, qspinlock};
 
 mod adaptive;
 mod algo;
+mod faults;
 mod params;
 mod platform;
 mod sync;
@@ -110,7 +111,6 @@ struct Info {
 
 impl Writer for Info {
     fn write(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use kernel::sync::atomic::Relaxed;
         writeln!(f, "lock_ops: {}", current_ops_name())?;
         writeln!(f, "installed: {}", u8::from(self.mode.is_some()))?;
         writeln!(f, "reason: {}", self.reason)?;
@@ -173,21 +173,7 @@ impl Writer for Info {
             )
         )?;
         writeln!(f, "pending: {}", u8::from(params::PENDING.get()))?;
-        writeln!(
-            f,
-            "injected_drops: {}",
-            platform::INJECTED_DROPS.load(Relaxed)
-        )?;
-        writeln!(
-            f,
-            "injected_failures: {}",
-            platform::INJECTED_FAILURES.load(Relaxed)
-        )?;
-        writeln!(
-            f,
-            "injected_delays: {}",
-            platform::INJECTED_DELAYS.load(Relaxed)
-        )
+        faults::info(f)
     }
 }
 
@@ -421,7 +407,7 @@ impl kernel::Module for GuestPvlock {
             _ => 0,
         };
         let hint = if advice && mode.is_some() && params::HINT.get() != 0 {
-            match guest::Hint::start(hint_flags, params::INJECT_HINT_LIE.get()) {
+            match guest::Hint::start(hint_flags, faults::hint_lie()) {
                 Ok(h) if h.refused() == 0 => Some(h),
                 Ok(h) => {
                     pr_warn!(

@@ -74,24 +74,6 @@ pub(crate) static KICK: U32Param = U32Param::new(0, 0, 2);
 kernel::pvlock_module_param!(kick: U32Param = KICK, 0o444,
     "Wait and kick: 0 auto (default), 1 HLT + KVM_HC_KICK_CPU, 2 KVM_HC_PVLOCK_WAIT + KVM_HC_PVLOCK_KICK");
 
-// Fault injection, for tests: off by default, never needed in production.
-
-pub(crate) static INJECT_DROP_KICK: U32Param = U32Param::new(0, 0, u32::MAX);
-kernel::pvlock_module_param!(inject_drop_kick: U32Param = INJECT_DROP_KICK, 0o644,
-    "Test only: drop every Nth kick as if it had been delivered (0: off)");
-
-pub(crate) static INJECT_FAIL_KICK: U32Param = U32Param::new(0, 0, u32::MAX);
-kernel::pvlock_module_param!(inject_fail_kick: U32Param = INJECT_FAIL_KICK, 0o644,
-    "Test only: kick the target of every Nth project kick by an APIC ID no vCPU has, so that the host refuses it (0: off)");
-
-pub(crate) static INJECT_HINT_LIE: BoolParam = BoolParam::new(false);
-kernel::pvlock_module_param!(inject_hint_lie: BoolParam = INJECT_HINT_LIE, 0o444,
-    "Test only: tell the host that every CPU is in a critical section all the time (a hostile guest)");
-
-pub(crate) static INJECT_WAIT_DELAY_US: U32Param = U32Param::new(0, 0, 100_000);
-kernel::pvlock_module_param!(inject_wait_delay_us: U32Param = INJECT_WAIT_DELAY_US, 0o644,
-    "Test only: microseconds a waiter spends between its last look at the lock and its wait (0: off)");
-
 /// The spin threshold the host recommends (`KVM_HC_PVLOCK_GET_PARAM`), 0
 /// for none. Read by every slow acquisition, so a `core` atomic (a plain
 /// `mov`; see `sync.rs`).

@@ -5,10 +5,9 @@
 
 use crate::abi::{self, Kick};
 use crate::algo::{EarlyHalt, KickError, LockWord, Platform, Wait, Waited};
-use crate::params;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use crate::{faults, params};
 use kernel::pvlock::{guest, lockops::QSpinLock};
-use kernel::sync::atomic::{Atomic, Relaxed};
 
 impl LockWord for QSpinLock {
     #[inline(always)]
@@ -77,37 +76,6 @@ pub(crate) static HAVE_SCHED_YIELD: AtomicBool = AtomicBool::new(false);
 /// atomic (a plain `mov`).
 pub(crate) static TSC_MULT: AtomicU64 = AtomicU64::new(0);
 
-/// Faults injected so far (`inject_*` parameters): kicks dropped, kicks
-/// failed, waits delayed.
-pub(crate) static INJECTED_DROPS: Atomic<u64> = Atomic::new(0);
-pub(crate) static INJECTED_FAILURES: Atomic<u64> = Atomic::new(0);
-pub(crate) static INJECTED_DELAYS: Atomic<u64> = Atomic::new(0);
-/// Kicks made while an `inject_*_kick` parameter is on, to pick every Nth.
-static INJECT_SEQ: Atomic<u64> = Atomic::new(0);
-
-/// An APIC ID that no vCPU has (x2APIC, not the broadcast ID).
-const BAD_APIC_ID: u32 = 0xffff_fffe;
-/// CPUs whose [`INJECT_FAIL_KICK`](params::INJECT_FAIL_KICK) applies.
-const INJECT_CPUS: usize = 64;
-/// Per kicking CPU (below [`INJECT_CPUS`]): the target, plus 1, of the kick
-/// in progress whose target's APIC ID is wrong on purpose, 0 for none. Its
-/// unlock runs with preemption disabled, so the CPU's entry is its own.
-static BAD_TARGET: [Atomic<u32>; INJECT_CPUS] = [const { Atomic::new(0) }; INJECT_CPUS];
-
-/// The APIC ID to kick `target` with from `here`: a wrong one while the
-/// kick in progress is one that `inject_fail_kick` picked.
-fn apic_of(here: usize, target: usize) -> u32 {
-    match BAD_TARGET.get(here) {
-        Some(b) if b.load(Relaxed) as usize == target + 1 => BAD_APIC_ID,
-        _ => guest::apic_id(target as u32),
-    }
-}
-
-/// Whether this kick is the Nth of `every` (0: never).
-fn nth(every: u32) -> bool {
-    every != 0 && INJECT_SEQ.fetch_add(1u64, Relaxed).wrapping_add(1) % u64::from(every) == 0
-}
-
 /// What a kick hypercall's error means.
 fn kick_error(e: i64) -> KickError {
     if e == -abi::KVM_ENOSYS {
@@ -137,14 +105,14 @@ impl Platform for Guest {
             Wait::Hypercall => guest::Wait::Hypercall,
             Wait::Hlt => guest::Wait::Hlt,
         };
-        let delay_us = params::INJECT_WAIT_DELAY_US.get();
+        let delay_us = faults::wait_delay_us();
         let cond = || {
             let c = cond();
             if c && delay_us != 0 {
                 // Between the last look at the lock and the wait, with
                 // interrupts off: a kick comes in this window and must be
                 // held for the wait.
-                INJECTED_DELAYS.add(1u64, Relaxed);
+                faults::delayed();
                 let t = guest::local_clock();
                 while guest::local_clock().wrapping_sub(t) < u64::from(delay_us) * 1000 {
                     core::hint::spin_loop();
@@ -163,21 +131,12 @@ impl Platform for Guest {
     }
 
     fn kick(&self, cpu: usize, token: u64) -> Result<Kick, KickError> {
-        if nth(params::INJECT_DROP_KICK.get()) {
-            INJECTED_DROPS.add(1u64, Relaxed);
+        if faults::drop_kick() {
             return Ok(Kick::Woken);
         }
         let here = self.cpu();
-        if let Some(b) = BAD_TARGET.get(here) {
-            // A new kick: the APIC ID of its target is wrong, for this kick
-            // and its fallbacks, if it is the Nth.
-            let bad = nth(params::INJECT_FAIL_KICK.get());
-            if bad {
-                INJECTED_FAILURES.add(1u64, Relaxed);
-            }
-            b.store(if bad { cpu as u32 + 1 } else { 0 }, Relaxed);
-        }
-        guest::pvlock_kick(apic_of(here, cpu), token).map_err(kick_error)
+        faults::begin_kick(here, cpu);
+        guest::pvlock_kick(faults::apic_of(here, cpu), token).map_err(kick_error)
     }
 
     #[inline]
@@ -186,17 +145,15 @@ impl Platform for Guest {
     }
 
     fn kick_cpu(&self, cpu: usize) -> Result<(), KickError> {
-        if nth(params::INJECT_DROP_KICK.get()) {
-            INJECTED_DROPS.add(1u64, Relaxed);
+        if faults::drop_kick() {
             return Ok(());
         }
-        let apic = apic_of(self.cpu(), cpu);
+        let here = self.cpu();
+        let apic = faults::apic_of(here, cpu);
         // The last use of a wrong APIC ID: a later kick of this CPU
         // (`KVM_HC_KICK_CPU` only, once the lock is in `hlt` mode) is
         // aimed right unless `kick()` picks it again.
-        if let Some(b) = BAD_TARGET.get(self.cpu()) {
-            b.store(0, Relaxed);
-        }
+        faults::end_kick(here);
         guest::kick_cpu(apic).map_err(kick_error)
     }
 

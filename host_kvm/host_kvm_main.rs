@@ -74,7 +74,10 @@ static GRANT_US: U32Param = U32Param::new(50, 0, 1000);
 kernel::pvlock_module_param!(grant_us: U32Param = GRANT_US, 0o644,
     "Microseconds a vCPU whose guest holds a lock may run on when it would be preempted, once per tick (0: never; default 50)");
 
+// A broken host, for the harness's build only (PVLOCK_TEST_HOOKS=y).
+#[cfg(pvlock_test_hooks)]
 static INJECT_IGNORE_KICKS: BoolParam = BoolParam::new(false);
+#[cfg(pvlock_test_hooks)]
 kernel::pvlock_module_param!(inject_ignore_kicks: BoolParam = INJECT_IGNORE_KICKS, 0o644,
     "Test only: answer kicks without delivering them, a broken host (default N)");
 
@@ -149,6 +152,7 @@ impl Host {
             count(Counter::KicksSelf);
             return -abi::KVM_EINVAL;
         }
+        #[cfg(pvlock_test_hooks)]
         if INJECT_IGNORE_KICKS.get() {
             count(Counter::KicksIgnored);
             return Kick::Woken.ret();
