@@ -131,7 +131,7 @@ pub const KVM_VCPU_COUNTERS: [&str; 13] = [
     "pvlock_yields_refused",
 ];
 
-/// KVM's per-VM statistics of the host's advice (`kernel/patches/0009-*`,
+/// KVM's per-VM statistics of the host's advice (`kernel/patches/0008-*`,
 /// Documentation/virt/kvm/pvlock.rst "The advice"): the advice in force
 /// (1: dedicated), its changes, and the last sample of the VM's load, in
 /// thousandths of a CPU.
