@@ -320,6 +320,13 @@ pub enum StackState {
     IrqEntry,
 }
 
+/// A stack frame of the project's code: guest_pvlock, host_kvm, the
+/// kernel crate's pvlock abstractions and their helpers (Rust symbols are
+/// mangled `_R...`; any counts).
+pub(crate) fn project_frame(f: &str) -> bool {
+    f.contains("pvlock") || f.contains("host_kvm") || f.starts_with("_R")
+}
+
 /// A frame of softirq processing, which runs on the IRQ stack with
 /// interrupts enabled: an interrupt nested below it is legitimate.
 fn is_softirq_frame(f: &str) -> bool {
@@ -795,7 +802,7 @@ impl Parsed {
         if let Some((_, r)) = text.split_once("RIP: ") {
             n.rips.push(text.to_string());
             let f = r.split_once(':').map_or(r, |(_, f)| f).trim();
-            if crate::platform::project_frame(f) {
+            if project_frame(f) {
                 n.project_frames.push(seq);
             }
             if let Some(cpu) = n.nmi_bt_cpu.take() {
@@ -805,7 +812,7 @@ impl Parsed {
                 // In the project's code, it is evidence only with L1's
                 // record of that vCPU (judged in crate::platform).
                 if let Some((_, at, after, sent_seq)) = n.nmi_late.take().filter(|l| l.0 == cpu) {
-                    if !crate::platform::project_frame(f) {
+                    if !project_frame(f) {
                         n.nmi_silent.push(format!(
                             "CPU {cpu} answered the backtrace NMI sent at {at:.1} s only {after:.1} s later, at {f}"
                         ));
@@ -821,7 +828,7 @@ impl Parsed {
                 }
             }
         } else if let Some(f) = frame_of(text) {
-            if crate::platform::project_frame(f) {
+            if project_frame(f) {
                 n.project_frames.push(seq);
             }
         }

@@ -11,6 +11,7 @@ pub mod programs;
 pub mod qmp;
 pub mod rate;
 pub mod regs;
+pub mod report;
 pub mod retry;
 pub mod run;
 pub mod scenario;

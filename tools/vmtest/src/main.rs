@@ -24,6 +24,7 @@ use std::sync::atomic::Ordering;
 use vmtest::judge;
 use vmtest::platform::Signature;
 use vmtest::rate::Tally;
+use vmtest::report::{Attempt, Report};
 use vmtest::retry;
 use vmtest::run::{self, Config, INTERRUPTED};
 use vmtest::scenario::{Scenario, MAX_RETRIES};
@@ -171,7 +172,7 @@ fn find(repo: &Path, name: &str) -> Result<Scenario> {
 
 /// Prints a scenario's final verdict (and, with `summary`, what its
 /// kernels reported).
-fn report_one(s: &Scenario, r: &run::Report, summary: bool) {
+fn report_one(s: &Scenario, r: &Report, summary: bool) {
     if r.passed {
         let note = if s.expect_failure.is_some() {
             format!(" (failed as expected: {})", r.reasons.join("; "))
@@ -242,7 +243,7 @@ fn report_one(s: &Scenario, r: &run::Report, summary: bool) {
 }
 
 /// What each kernel of a run reported, for people.
-fn print_summary(r: &run::Report) {
+fn print_summary(r: &Report) {
     let Some(nodes) = r.result.get("nodes").and_then(|n| n.as_object()) else {
         return;
     };
@@ -304,11 +305,11 @@ fn print_summary(r: &run::Report) {
 /// The platform signatures of a run's attempts: per signature, the
 /// attempts it made the platform's, and those it did not (failures of
 /// their own came with it).
-fn signature_table(reports: &[run::Report]) {
+fn signature_table(reports: &[Report]) {
     let mut rows = Vec::new();
     for sig in Signature::ALL {
         let name = sig.name();
-        let count = |f: fn(&run::Attempt) -> &Vec<String>| {
+        let count = |f: fn(&Attempt) -> &Vec<String>| {
             reports
                 .iter()
                 .flat_map(|r| &r.attempts)

@@ -19,7 +19,7 @@
 //! without host_kvm (see [`crate::console::CodeState`]); a stale `int3` is
 //! the platform's only when no lock-op switch was in flight.
 
-use crate::console::{CodeState, Node, Parsed};
+use crate::console::{project_frame, CodeState, Node, Parsed};
 use crate::judge::{Failure, Kind, RunEnd};
 use crate::regs::{self, Verdict};
 use crate::scenario::Scenario;
@@ -496,15 +496,6 @@ fn is_crash(l: &str) -> bool {
     ["BUG:", "Oops", "general protection", "stack guard page"]
         .iter()
         .any(|k| l.contains(k))
-}
-
-/// The index in `n.problems` of the first line for which `anchor` holds,
-/// or of the first crash line, or 0.
-/// A stack frame of the project's code: guest_pvlock, host_kvm, the
-/// kernel crate's pvlock abstractions and their helpers (Rust symbols are
-/// mangled `_R...`; any counts).
-pub(crate) fn project_frame(f: &str) -> bool {
-    f.contains("pvlock") || f.contains("host_kvm") || f.starts_with("_R")
 }
 
 /// The first interrupt taken inside a hardirq handler that interrupted

@@ -5,7 +5,7 @@
 //! (pass, real failure, or the platform signatures of a platform failure),
 //! and the failure rate is given with its 95% Wilson score interval.
 
-use crate::run::{Attempt, Report};
+use crate::report::{Attempt, Report};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -6,7 +6,7 @@
 //! is deferred to a later round, after the other scenarios ([`rounds`]), as
 //! such failures come in spells.
 
-use crate::run::{Attempt, Report};
+use crate::report::{Attempt, Report};
 use anyhow::Result;
 use std::time::Instant;
 

@@ -13,14 +13,14 @@ use crate::judge::{judge, reasons, RunEnd};
 use crate::platform::judge_platform;
 use crate::qmp;
 use crate::regs::Symbols;
+use crate::report::{Attempt, Report};
 use crate::retry::{Next, Policy};
 use crate::scenario::Scenario;
 use crate::watchdog::{Stall, Watchdog, NMI_GRACE_SECS, STALL_SECS};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use pvlock_common::fmt::fmt_mmss;
-use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -66,70 +66,6 @@ pub struct Config {
     /// are, if not in the repository (modules built for another kernel
     /// tree, `make modules CONFIG=distro`).
     pub modules: Option<PathBuf>,
-}
-
-/// The outcome of one attempt.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Attempt {
-    pub attempt: u32,
-    pub reasons: Vec<String>,
-    /// The attempt failed for the platform: its events (every failure
-    /// follows from them).
-    pub platform_failure: Option<String>,
-    /// The signatures of those events ([`crate::platform::Signature`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub platform_signatures: Vec<String>,
-    /// Platform events of a failed attempt that is not the platform's:
-    /// failures that no event explains came with them.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub overruled: Vec<String>,
-    /// Their signatures.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub overruled_signatures: Vec<String>,
-    pub wall_secs: f64,
-    pub console_log: PathBuf,
-}
-
-impl Attempt {
-    /// `pass`, `real` or `platform (<signatures>)`.
-    pub fn verdict(&self) -> String {
-        if self.reasons.is_empty() {
-            "pass".into()
-        } else if self.platform_failure.is_some() {
-            format!("platform ({})", self.platform_signatures.join("; "))
-        } else {
-            "real".into()
-        }
-    }
-}
-
-/// The outcome of a scenario.
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    pub scenario: String,
-    pub description: String,
-    pub passed: bool,
-    /// The reasons of the last attempt (for `expect_failure` scenarios,
-    /// the failure that was expected).
-    pub reasons: Vec<String>,
-    pub attempts: Vec<Attempt>,
-    pub wall_secs: f64,
-    pub result: Value,
-    /// The last attempt failed for platform reasons and retries remain,
-    /// but this round's attempts are used up: run it again later, after
-    /// the other scenarios, so that a bad spell of the machine does not
-    /// use up every retry at once.
-    pub deferred: bool,
-    /// The last attempt was stopped because its console said nothing for
-    /// this many seconds ([`Config::console_silence`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub console_silent: Option<u64>,
-    #[serde(skip)]
-    pub tails: Vec<(String, Vec<String>)>,
-    /// Per kernel with a problem, its first report, condensed
-    /// ([`crate::console::condensed_report`]).
-    #[serde(skip)]
-    pub first_reports: Vec<(String, Vec<String>)>,
 }
 
 /// The release of the built kernel tree `kdir`.
