@@ -44,77 +44,26 @@ impl Status {
     }
 }
 
-// --- the parts of vmtest's result JSON that the benchmark reads ----------
+// --- vmtest's result JSON, read with vmtest's own types ------------------
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-struct RStep {
-    id: String,
-    call: String,
-    rc: Option<i64>,
-    secs: Option<f64>,
-    timed_out: bool,
+use vmtest::console::Node;
+
+/// The `result` of a run, read; one that does not parse (a vmtest of
+/// another version) says so and counts as a run that measured nothing.
+fn read_result(result: &Value) -> RResult {
+    serde_json::from_value(result.clone()).unwrap_or_else(|e| {
+        eprintln!("pvlock-bench: warning: vmtest's result does not parse ({e}): nothing measured");
+        RResult::default()
+    })
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-struct RLocktorture {
-    writers: u64,
-    secs: f64,
-    window: Option<f64>,
-    total: Option<u64>,
-    max: Option<u64>,
-    min: Option<u64>,
-    per_sec: Option<f64>,
-    fail: Option<u64>,
-    verdict: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-struct RHackbench {
-    groups: u64,
-    loops: u64,
-    time: Option<f64>,
-    timed_out: bool,
-    error: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-struct RStressNg {
-    ops_per_sec: Option<f64>,
-    rates: BTreeMap<String, f64>,
-    timed_out: bool,
-    error: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-struct RNode {
-    booted: bool,
-    done: bool,
-    steps: Vec<RStep>,
-    modules: Vec<String>,
-    dmesg: Vec<String>,
-    stats: Vec<Value>,
-    stat_errors: Vec<String>,
-    info: BTreeMap<String, String>,
-    locktorture: Vec<RLocktorture>,
-    hackbench: Vec<RHackbench>,
-    stressng: Vec<RStressNg>,
-    hypercalls: BTreeMap<String, BTreeMap<String, u64>>,
-    errors: Vec<String>,
-    problems: Vec<String>,
-    warnings: Option<u64>,
-    exit_rc: Option<i64>,
-}
-
+/// The `result` of a run: what `vmtest::run` writes (`nodes`, and
+/// `timed_out` when the run outlived its bound).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 struct RResult {
     timed_out: bool,
-    nodes: BTreeMap<String, RNode>,
+    nodes: BTreeMap<String, Node>,
 }
 
 // --- what the benchmark keeps --------------------------------------------
@@ -385,7 +334,7 @@ fn host_counters(stat: &Value) -> BTreeMap<String, i64> {
 /// the first that did not finish (killed, or the node stopped: what
 /// follows cannot be matched). Nothing if a snapshot failed (`stat-error`:
 /// which step's is not known).
-fn snapshots(node: &RNode) -> BTreeMap<&str, &Value> {
+fn snapshots(node: &Node) -> BTreeMap<&str, &Value> {
     let mut out = BTreeMap::new();
     if !node.stat_errors.is_empty() {
         return out;
@@ -410,7 +359,7 @@ fn snapshots(node: &RNode) -> BTreeMap<&str, &Value> {
 /// What host_kvm counted over each mode's guests of `unit`, from L1's
 /// snapshots before and after them ([`Unit::host_stats_around`]); a mode
 /// is left out if either snapshot is missing.
-fn host_runs(unit: &Unit, l1: Option<&RNode>) -> BTreeMap<Mode, HostRun> {
+fn host_runs(unit: &Unit, l1: Option<&Node>) -> BTreeMap<Mode, HostRun> {
     let mut out = BTreeMap::new();
     let Some(l1) = l1 else {
         return out;
@@ -439,7 +388,7 @@ fn host_runs(unit: &Unit, l1: Option<&RNode>) -> BTreeMap<Mode, HostRun> {
 /// whose guest_pvlock is not installed is not. pvlock-static must run
 /// pvlock with `adaptive: 0`; pvlock-nohint must have registered the
 /// critical-section hint for the host to observe only (`hint: 2`).
-fn lock_of(node: &RNode, mode: Mode) -> Result<String, String> {
+fn lock_of(node: &Node, mode: Mode) -> Result<String, String> {
     let pv_enabled = node
         .dmesg
         .iter()
@@ -556,7 +505,7 @@ fn lock_of(node: &RNode, mode: Mode) -> Result<String, String> {
     }
 }
 
-fn first_problem(node: &RNode) -> String {
+fn first_problem(node: &Node) -> String {
     node.problems
         .iter()
         .find(|p| p.contains("panic") || p.contains("BUG"))
@@ -574,8 +523,8 @@ pub const LOST_WITH_LOCK: &str = "guest_pvlock was loaded and nothing showed it 
 /// did.
 fn instance(
     name: &str,
-    node: Option<&RNode>,
-    l1: Option<&RNode>,
+    node: Option<&Node>,
+    l1: Option<&Node>,
     cell: &Cell,
     s: &Settings,
     platform: Option<&str>,
@@ -591,7 +540,7 @@ fn instance(
     // A guest lost after guest_pvlock was loaded in it: the project's lock
     // ran there, so the loss is the project's failure unless vmtest showed
     // it the platform's; only then is it `not-run`, to be run again.
-    let lost = |inst: &mut Instance, node: &RNode, note: String| {
+    let lost = |inst: &mut Instance, node: &Node, note: String| {
         let lock_loaded = cell.mode.loads_guest_pvlock()
             && node
                 .modules
@@ -875,7 +824,7 @@ pub fn measurements_judged(
     run_error: Option<&str>,
     platform: Option<&str>,
 ) -> Vec<Measurement> {
-    let r: RResult = serde_json::from_value(result.clone()).unwrap_or_default();
+    let r = read_result(result);
     let l1 = r.nodes.get("l1");
     let host = host_runs(unit, l1);
     let mut out = Vec::new();
@@ -954,7 +903,7 @@ pub fn measurements_judged(
 
 /// L1's side of a run.
 pub fn host_side(result: &Value) -> HostSide {
-    let r: RResult = serde_json::from_value(result.clone()).unwrap_or_default();
+    let r = read_result(result);
     let Some(l1) = r.nodes.get("l1") else {
         return HostSide::default();
     };
@@ -1339,7 +1288,7 @@ mod tests {
         assert_eq!(ms[1].instances[0].hypercalls["1886781441"], 77);
     }
 
-    fn node(info: Value) -> RNode {
+    fn node(info: Value) -> Node {
         serde_json::from_value(serde_json::json!({ "booted": true, "info": info })).unwrap()
     }
 

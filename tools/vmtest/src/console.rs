@@ -9,12 +9,13 @@
 
 use crate::regs::{parse_modmap, Module, Symbols, VcpuRegs};
 use regex::Regex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
 
 /// A step as it ran.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct StepResult {
     pub id: String,
     pub call: String,
@@ -27,7 +28,8 @@ pub struct StepResult {
 }
 
 /// One locktorture run.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Locktorture {
     pub kind: String,
     pub writers: u64,
@@ -52,7 +54,8 @@ pub struct Locktorture {
 }
 
 /// One hackbench run (rt-tests, the `hackbench` step).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Hackbench {
     pub groups: u64,
     pub loops: u64,
@@ -68,7 +71,8 @@ pub struct Hackbench {
 
 /// One stress-ng run (the `stressng` step): its stressors ran at once,
 /// each with `instances` instances, for `duration` seconds.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct StressNg {
     /// The stressors, as the step named them.
     pub stressors: Vec<String>,
@@ -94,7 +98,8 @@ pub struct StressNg {
 
 /// What a kernel was running at a point of its console: the harness tells
 /// the platform's failures from the project's by it ([`crate::platform`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CodeState {
     /// Project code ran in the kernel: guest_pvlock in an L2, from the step
     /// that loads it (or its first kernel line) until it is unloaded;
@@ -109,7 +114,8 @@ pub struct CodeState {
 /// L1): QEMU's `inject-nmi` sends an NMI to every vCPU, and a Linux guest
 /// reports each (`Uhhuh. NMI received for unknown reason 3c on CPU 2.`).
 /// An NMI ends a `HLT` and a lock wait, whatever the guest waits for.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct NmiProbe {
     /// NMIs injected (each to every vCPU).
     pub injected: u32,
@@ -128,7 +134,8 @@ pub struct NmiProbe {
 }
 
 /// A backtrace NMI that a vCPU answered late, in the project's code.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LateNmi {
     /// Console sequence number of the request (`Sending NMI from ...`).
     pub sent_seq: u64,
@@ -145,7 +152,8 @@ pub struct LateNmi {
 /// an L2 waited `waited` seconds, in all, on L1's run queues (runnable, not
 /// run) in the `within` seconds since the sample before; so one stretch of
 /// at least `waited - within` seconds ended in that time.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RunqWait {
     pub seq: u64,
     pub cpu: u32,
@@ -161,7 +169,8 @@ impl RunqWait {
 }
 
 /// One kernel (L1 or an L2 instance).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Node {
     pub level: u32,
     pub booted: bool,
@@ -1254,6 +1263,28 @@ mod tests {
         // A module's frame is the project's when the module is.
         assert_eq!(p.nodes["l1"].project_frames.len(), 1);
         assert!(condensed_report(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_result_reads_back_into_the_same_types() {
+        // pvlock-bench reads vmtest's result JSON with these types: what
+        // one writes, the other must read back unchanged.
+        let p = parse([
+            "[g-1] @@PV L2.g-1 boot uptime=1.5 nproc=2",
+            "[g-1] @@PV L2.g-1 step-begin lt1 locktorture",
+            "[g-1] @@PV L2.g-1 locktorture type=spin_lock writers=4 secs=8.34 window=6.92 total=1237595 max=396703 min=264342 fail=0 verdict=SUCCESS",
+            "[g-1] @@PV L2.g-1 step-end lt1 rc=0 secs=9.00",
+            "[g-1] @@PV L2.g-1 hackbench groups=2 loops=30 time=1.25 rc=0 secs=2.0",
+            "[g-1] @@PV L2.g-1 kvmtest @@KVMTEST case=cap_and_cpuid result=PASS",
+            "[g-1] @@PV L2.g-1 done rc=0 uptime=12.0",
+        ]);
+        let json = serde_json::to_value(&p.nodes).unwrap();
+        let back: BTreeMap<String, Node> = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), json);
+        let g = &back["g-1"];
+        assert!(g.booted && g.done);
+        assert_eq!(g.locktorture[0].total, Some(1237595));
+        assert_eq!(g.steps.len(), 1);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! serves L1 and L2, without KASLR) and the module map each kernel prints
 //! when it loads a module (`modmap` lines: name, size, address).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -71,7 +71,7 @@ impl Symbols {
 }
 
 /// A loaded module, from a kernel's `modmap` line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Module {
     pub name: String,
     pub base: u64,
@@ -143,7 +143,8 @@ fn owner(addr: u64, modules: &[Module], syms: Option<&Symbols>) -> Owner {
 }
 
 /// One vCPU in one sample.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct VcpuRegs {
     pub sample: u32,
     pub cpu: u32,
@@ -168,7 +169,8 @@ pub struct VcpuRegs {
 /// An interrupt or exception frame on a vCPU's stack (`iframes=` of
 /// `qmp.py regs`): which entry code took it, and the interrupted code's
 /// RIP and RFLAGS as the CPU saved them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct IFrame {
     /// The entry code's return address, named (`asm_sysvec_...+0x1a`).
     pub entry: String,
