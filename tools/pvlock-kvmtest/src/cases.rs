@@ -1245,36 +1245,30 @@ struct Hogs {
 }
 
 impl Hogs {
+    /// `n` hogs, on whatever CPUs the scheduler gives them.
     fn start(n: usize) -> Hogs {
-        let stop = Arc::new(AtomicBool::new(false));
-        let threads = (0..n)
-            .map(|_| {
-                let stop = Arc::clone(&stop);
-                thread::spawn(move || {
-                    while !stop.load(AtomicOrdering::Relaxed) {
-                        std::hint::spin_loop();
-                    }
-                })
-            })
-            .collect();
-        Hogs { stop, threads }
+        Hogs::spawn(vec![None; n])
     }
-}
 
-impl Hogs {
     /// One hog per CPU of `cpus`, pinned to it.
     fn start_pinned(cpus: &[usize]) -> Hogs {
+        Hogs::spawn(cpus.iter().map(|&c| Some(c)).collect())
+    }
+
+    fn spawn(cpus: Vec<Option<usize>>) -> Hogs {
         let stop = Arc::new(AtomicBool::new(false));
         let threads = cpus
-            .iter()
-            .map(|&cpu| {
+            .into_iter()
+            .map(|cpu| {
                 let stop = Arc::clone(&stop);
                 thread::spawn(move || {
-                    // SAFETY: gettid has no preconditions.
-                    let tid = unsafe { libc::gettid() };
-                    // Unpinned, the hog still competes: the case then fails
-                    // on its counts and says so.
-                    let _ = pin(tid, cpu);
+                    if let Some(cpu) = cpu {
+                        // SAFETY: gettid has no preconditions.
+                        let tid = unsafe { libc::gettid() };
+                        // Unpinned, the hog still competes: a case that
+                        // needs it pinned fails on its counts and says so.
+                        let _ = pin(tid, cpu);
+                    }
                     while !stop.load(AtomicOrdering::Relaxed) {
                         std::hint::spin_loop();
                     }
