@@ -148,6 +148,34 @@ pub fn describe_probe(n: &Node, by: &str) -> String {
 
 /// Why a run failed; empty if it passed.
 pub fn judge(s: &Scenario, parsed: &Parsed, result: &Value, end: &RunEnd) -> Vec<Failure> {
+    let mut why = end_failures(s, parsed, end);
+    let mut expected = vec!["l1".to_string()];
+    expected.extend(s.l2_instances());
+    for name in &expected {
+        match parsed.nodes.get(name) {
+            None => why.push(Failure::new(
+                name,
+                Kind::NoOutput,
+                "no output at all".into(),
+            )),
+            Some(n) => kernel_failures(s, name, n, &mut why),
+        }
+    }
+    for e in &s.expect {
+        if let Err((msg, parts)) = check_parts(e, result) {
+            why.push(Failure {
+                kernel: None,
+                kind: Kind::Expect(parts),
+                text: format!("expect '{}': {msg}", e.name),
+            });
+        }
+    }
+    why
+}
+
+/// How the run ended, if the harness stopped it: silence, its bound, a
+/// stalled kernel (with what its NMI probe found).
+fn end_failures(s: &Scenario, parsed: &Parsed, end: &RunEnd) -> Vec<Failure> {
     let mut why = Vec::new();
     if let Some(secs) = end.console_silent {
         why.push(Failure {
@@ -169,14 +197,10 @@ pub fn judge(s: &Scenario, parsed: &Parsed, result: &Value, end: &RunEnd) -> Vec
             .get(name)
             .map(|n| {
                 let by = if name == "l1" { "the harness" } else { "L1" };
-                let code = if n.state.project_code {
-                    if name == "l1" {
-                        "; host_kvm was loaded"
-                    } else {
-                        "; guest_pvlock was loaded"
-                    }
-                } else {
-                    ""
+                let code = match (n.state.project_code, name == "l1") {
+                    (false, _) => "",
+                    (true, true) => "; host_kvm was loaded",
+                    (true, false) => "; guest_pvlock was loaded",
                 };
                 format!("; {}{code}", describe_probe(n, by))
             })
@@ -187,121 +211,116 @@ pub fn judge(s: &Scenario, parsed: &Parsed, result: &Value, end: &RunEnd) -> Vec
             format!("silent for {STALL_SECS} s (no line, heartbeat included){probe}; stopped"),
         ));
     }
-    let mut expected = vec!["l1".to_string()];
-    expected.extend(s.l2_instances());
-    for name in &expected {
-        let Some(n) = parsed.nodes.get(name) else {
-            why.push(Failure::new(
-                name,
-                Kind::NoOutput,
-                "no output at all".into(),
-            ));
-            continue;
+    why
+}
+
+/// The failures of kernel `name` (`n`, its result) into `why`: it never
+/// booted or did not finish, a wait only an NMI ended, its steps, its
+/// errors and kernel problems, its locktorture runs.
+fn kernel_failures(s: &Scenario, name: &str, n: &Node, why: &mut Vec<Failure>) {
+    if !n.booted {
+        why.push(Failure::new(
+            name,
+            Kind::NeverBooted,
+            format!("never reached its init{}", problem_hint(n)),
+        ));
+    } else if !n.done {
+        // L1 ended the guest at its step's bound: the guest's own step
+        // timeout never fired (as with a CPU that waits for good with
+        // interrupts off while the others run on).
+        let killed = match (&n.killed, n.steps.last()) {
+            (Some(_), Some(st)) if st.rc.is_none() && !st.timed_out => format!(
+                ": L1 ended its QEMU at the l2 step's bound, in step {}",
+                st.id
+            ),
+            (Some(_), _) => ": L1 ended its QEMU at the l2 step's bound".into(),
+            (None, _) => String::new(),
         };
-        if !n.booted {
+        why.push(Failure::new(
+            name,
+            Kind::Unfinished,
+            format!(
+                "stopped before its plan finished{killed}{}",
+                problem_hint(n)
+            ),
+        ));
+    }
+    if let Some(line) = &n.nmi.resumed {
+        why.push(Failure::new(
+            name,
+            Kind::LostWakeup,
+            format!(
+                "silent until an NMI ended its waits: a lost wake-up (then: {})",
+                line.trim()
+            ),
+        ));
+    }
+    step_failures(s, name, n, why);
+    for (i, e) in n.errors.iter().enumerate() {
+        why.push(Failure::new(
+            name,
+            Kind::Error(n.error_seqs.get(i).copied()),
+            e.clone(),
+        ));
+    }
+    if !s.allows_problems_of(name) {
+        if let Some(p) = n.problems.first() {
             why.push(Failure::new(
                 name,
-                Kind::NeverBooted,
-                format!("never reached its init{}", problem_hint(n)),
-            ));
-        } else if !n.done {
-            // L1 ended the guest at its step's bound: the guest's own step
-            // timeout never fired (seen with a CPU that waited for good
-            // with interrupts off while the others ran on).
-            let killed = match (&n.killed, n.steps.last()) {
-                (Some(_), Some(st)) if st.rc.is_none() && !st.timed_out => format!(
-                    ": L1 ended its QEMU at the l2 step's bound, in step {}",
-                    st.id
-                ),
-                (Some(_), _) => ": L1 ended its QEMU at the l2 step's bound".into(),
-                (None, _) => String::new(),
-            };
-            why.push(Failure::new(
-                name,
-                Kind::Unfinished,
-                format!(
-                    "stopped before its plan finished{killed}{}",
-                    problem_hint(n)
-                ),
-            ));
-        }
-        if let Some(line) = &n.nmi.resumed {
-            why.push(Failure::new(
-                name,
-                Kind::LostWakeup,
-                format!(
-                    "silent until an NMI ended its waits: a lost wake-up (then: {})",
-                    line.trim()
-                ),
+                Kind::KernelProblem,
+                format!("kernel problem: {}", p.trim()),
             ));
         }
-        for st in &n.steps {
-            let func = st.call.split_whitespace().next().unwrap_or("");
-            if st.timed_out {
+    }
+    locktorture_failures(name, n, why);
+}
+
+/// Steps of kernel `name` that timed out, or failed without the scenario
+/// allowing it (`may_fail`).
+fn step_failures(s: &Scenario, name: &str, n: &Node, why: &mut Vec<Failure>) {
+    for st in &n.steps {
+        let func = st.call.split_whitespace().next().unwrap_or("");
+        if st.timed_out {
+            why.push(Failure::new(
+                name,
+                Kind::Step(st.end_seq),
+                format!("step {} ({func}) timed out", st.id),
+            ));
+        } else if let Some(rc) = st.rc.filter(|&rc| rc != 0) {
+            if !s.step(name, &st.id).is_some_and(|d| d.may_fail) {
                 why.push(Failure::new(
                     name,
                     Kind::Step(st.end_seq),
-                    format!("step {} ({func}) timed out", st.id),
+                    format!("step {} ({func}) failed with status {rc}", st.id),
                 ));
-            } else if let Some(rc) = st.rc.filter(|&rc| rc != 0) {
-                let may_fail = s.step(name, &st.id).is_some_and(|d| d.may_fail);
-                if !may_fail {
-                    why.push(Failure::new(
-                        name,
-                        Kind::Step(st.end_seq),
-                        format!("step {} ({func}) failed with status {rc}", st.id),
-                    ));
-                }
             }
         }
-        for (i, e) in n.errors.iter().enumerate() {
+    }
+}
+
+/// locktorture runs of kernel `name` without a summary, or that failed.
+fn locktorture_failures(name: &str, n: &Node, why: &mut Vec<Failure>) {
+    for lt in &n.locktorture {
+        if lt.total.is_none() || lt.verdict.is_none() {
             why.push(Failure::new(
                 name,
-                Kind::Error(n.error_seqs.get(i).copied()),
-                e.clone(),
+                Kind::NoSummary,
+                format!("locktorture {} printed no summary", lt.kind),
             ));
         }
-        if !s.allows_problems_of(name) {
-            if let Some(p) = n.problems.first() {
-                why.push(Failure::new(
-                    name,
-                    Kind::KernelProblem,
-                    format!("kernel problem: {}", p.trim()),
-                ));
-            }
-        }
-        for lt in &n.locktorture {
-            if lt.total.is_none() || lt.verdict.is_none() {
-                why.push(Failure::new(
-                    name,
-                    Kind::NoSummary,
-                    format!("locktorture {} printed no summary", lt.kind),
-                ));
-            }
-            if lt.fail.is_some_and(|f| f > 0) || lt.verdict.as_deref() == Some("FAILURE") {
-                why.push(Failure::new(
-                    name,
-                    Kind::LocktortureFail,
-                    format!(
-                        "locktorture {} failed: Fail: {}, {}",
-                        lt.kind,
-                        lt.fail.map(|f| f.to_string()).unwrap_or_else(|| "?".into()),
-                        lt.verdict.as_deref().unwrap_or("no verdict")
-                    ),
-                ));
-            }
+        if lt.fail.is_some_and(|f| f > 0) || lt.verdict.as_deref() == Some("FAILURE") {
+            why.push(Failure::new(
+                name,
+                Kind::LocktortureFail,
+                format!(
+                    "locktorture {} failed: Fail: {}, {}",
+                    lt.kind,
+                    lt.fail.map(|f| f.to_string()).unwrap_or_else(|| "?".into()),
+                    lt.verdict.as_deref().unwrap_or("no verdict")
+                ),
+            ));
         }
     }
-    for e in &s.expect {
-        if let Err((msg, parts)) = check_parts(e, result) {
-            why.push(Failure {
-                kernel: None,
-                kind: Kind::Expect(parts),
-                text: format!("expect '{}': {msg}", e.name),
-            });
-        }
-    }
-    why
 }
 
 fn problem_hint(n: &Node) -> String {

@@ -432,7 +432,7 @@ fn main() -> ExitCode {
 fn real_main() -> Result<()> {
     let cli = Cli::parse();
     let repo = cli.repo.canonicalize().context("--repo")?;
-    match cli.cmd {
+    match &cli.cmd {
         Cmd::List => {
             for s in all_scenarios(&repo)? {
                 println!(
@@ -448,13 +448,13 @@ fn real_main() -> Result<()> {
             scenario,
             console_log,
         } => {
-            let s = find(&repo, &scenario)?;
+            let s = find(&repo, scenario)?;
             let kdir = cli.kdir.clone().unwrap_or_else(|| repo.join("."));
-            print!("{}", run::rejudge(&s, &console_log, &kdir)?);
+            print!("{}", run::rejudge(&s, console_log, &kdir)?);
             Ok(())
         }
         Cmd::Plan { scenario } => {
-            let s = find(&repo, &scenario)?;
+            let s = find(&repo, scenario)?;
             for (path, text) in s.plans() {
                 println!("### {path}\n{text}");
             }
@@ -468,149 +468,156 @@ fn real_main() -> Result<()> {
             qemu,
             extra,
         } => {
-            let s = find(&repo, &scenario)?;
-            let c = find(&repo, &control)?;
-            let kdir = cli.kdir.context(
-                "--kdir (or KDIR) must name the built kernel tree; 'make print-kdir' prints it",
-            )?;
-            let cfg = Config {
-                kdir,
-                tools_bin: cli
-                    .tools_bin
-                    .unwrap_or_else(|| Config::default_tools_bin(&repo)),
-                repo,
-                cache: cli.cache.unwrap_or_else(Config::default_cache),
-                out: cli.out,
-                qemu,
-                retries: Some(0),
-                retry_deadline: None,
-                attempts_per_round: None,
-                console,
-                console_silence: None,
-                extra: extra_files(&extra)?,
-                modules: cli.modules.clone(),
-            };
-            std::fs::create_dir_all(&cfg.out)?;
-            ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed))
-                .context("cannot install the Ctrl-C handler")?;
-            rate(&cfg, &s, &c, n)
+            let s = find(&repo, scenario)?;
+            let c = find(&repo, control)?;
+            let mut cfg = config(&cli, repo, qemu, extra)?;
+            cfg.retries = Some(0);
+            cfg.console = *console;
+            start(&cfg)?;
+            rate(&cfg, &s, &c, *n)
         }
-        Cmd::Run {
-            scenarios,
-            fast,
-            all,
-            retries,
-            retry_budget,
-            attempts_per_round,
-            console,
-            summary,
-            qemu,
-            extra,
-        } => {
-            let mut list = Vec::new();
-            if fast || all {
-                list.extend(all_scenarios(&repo)?.into_iter().filter(|s| all || s.fast));
-            }
-            for n in &scenarios {
-                list.push(find(&repo, n)?);
-            }
-            if list.is_empty() {
-                bail!("no scenario given (names, --fast or --all)");
-            }
-            // A program a scenario needs and this machine lacks stops the
-            // run here, not after the scenarios before it have run.
-            for s in &list {
-                vmtest::programs::scenario_files(&s.programs)
-                    .with_context(|| format!("scenario {}", s.name))?;
-            }
-            let kdir = cli.kdir.context(
-                "--kdir (or KDIR) must name the built kernel tree; 'make print-kdir' prints it",
-            )?;
-            let cache = cli.cache.unwrap_or_else(Config::default_cache);
-            let extra = extra_files(&extra)?;
-            if retries.is_some_and(|r| r > MAX_RETRIES) {
-                eprintln!(
-                    "vmtest: note: --retries {} is more than the scenarios' most ({MAX_RETRIES}): a retry can hide a failure",
-                    retries.unwrap_or(0)
-                );
-            }
-            let cfg = Config {
-                kdir,
-                tools_bin: cli
-                    .tools_bin
-                    .unwrap_or_else(|| Config::default_tools_bin(&repo)),
-                repo,
-                cache,
-                out: cli.out,
-                qemu,
-                retries,
-                retry_deadline: Some(
-                    std::time::Instant::now() + std::time::Duration::from_secs(retry_budget * 60),
-                ),
-                attempts_per_round: Some(attempts_per_round),
-                console,
-                console_silence: None,
-                extra,
-                modules: cli.modules.clone(),
-            };
-            std::fs::create_dir_all(&cfg.out)?;
-            ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed))
-                .context("cannot install the Ctrl-C handler")?;
-            // Round one runs every scenario; a scenario still failing for
-            // platform reasons after its attempts in a row is deferred to
-            // the next round, after the others, until it passes, fails for
-            // a reason of its own, or its retries or the budget run out.
-            let reports = retry::rounds(
-                list.len(),
-                |i, earlier| {
-                    let s = &list[i];
-                    eprintln!("=== {}: {}", s.name, s.description);
-                    let r = run::run(&cfg, s, earlier)?;
-                    if !r.deferred {
-                        report_one(s, &r, summary);
-                    }
-                    Ok(r)
-                },
-                |round, pending| {
-                    eprintln!(
-                        "=== round {round}: again after platform failures: {}",
-                        pending
-                            .iter()
-                            .map(|&i| list[i].name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                },
-            )?;
-            let mut failed = Vec::new();
-            let mut rows = Vec::new();
-            for (s, r) in list.iter().zip(&reports) {
-                if !r.passed {
-                    failed.push(s.name.clone());
-                }
-                let retried = r.attempts.len().saturating_sub(1);
-                rows.push((s.name.clone(), r.passed, r.wall_secs, retried));
-            }
-            eprintln!(
-                "\n{:<28} {:<6} {:>8} {:>8}",
-                "scenario", "result", "secs", "retries"
-            );
-            for (n, ok, secs, retried) in &rows {
-                eprintln!(
-                    "{n:<28} {:<6} {secs:>8.0} {retried:>8}",
-                    if *ok { "PASS" } else { "FAIL" }
-                );
-            }
-            signature_table(&reports);
-            if !failed.is_empty() {
-                bail!(
-                    "{} of {} scenarios failed: {}",
-                    failed.len(),
-                    rows.len(),
-                    failed.join(", ")
-                );
-            }
-            Ok(())
-        }
+        Cmd::Run { .. } => cmd_run(&cli, repo),
     }
+}
+
+/// Where things are, from the command line, for a command that boots
+/// kernels: no retries of its own, no round limit, no echo.
+fn config(cli: &Cli, repo: PathBuf, qemu: &str, extra: &[String]) -> Result<Config> {
+    let kdir = cli
+        .kdir
+        .clone()
+        .context("--kdir (or KDIR) must name the built kernel tree; 'make print-kdir' prints it")?;
+    Ok(Config {
+        kdir,
+        tools_bin: cli
+            .tools_bin
+            .clone()
+            .unwrap_or_else(|| Config::default_tools_bin(&repo)),
+        repo,
+        cache: cli.cache.clone().unwrap_or_else(Config::default_cache),
+        out: cli.out.clone(),
+        qemu: qemu.to_string(),
+        retries: None,
+        retry_deadline: None,
+        attempts_per_round: None,
+        console: false,
+        console_silence: None,
+        extra: extra_files(extra)?,
+        modules: cli.modules.clone(),
+    })
+}
+
+/// The output directory made, Ctrl-C caught: ready to boot.
+fn start(cfg: &Config) -> Result<()> {
+    std::fs::create_dir_all(&cfg.out)?;
+    ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed))
+        .context("cannot install the Ctrl-C handler")
+}
+
+/// `vmtest run`: the scenarios named (or every fast one, or all), in
+/// rounds until each has a verdict; a table of them at the end.
+fn cmd_run(cli: &Cli, repo: PathBuf) -> Result<()> {
+    let Cmd::Run {
+        scenarios,
+        fast,
+        all,
+        retries,
+        retry_budget,
+        attempts_per_round,
+        console,
+        summary,
+        qemu,
+        extra,
+    } = &cli.cmd
+    else {
+        bail!("not a run command");
+    };
+    let mut list = Vec::new();
+    if *fast || *all {
+        list.extend(all_scenarios(&repo)?.into_iter().filter(|s| *all || s.fast));
+    }
+    for n in scenarios {
+        list.push(find(&repo, n)?);
+    }
+    if list.is_empty() {
+        bail!("no scenario given (names, --fast or --all)");
+    }
+    // A program a scenario needs and this machine lacks stops the run
+    // here, not after the scenarios before it have run.
+    for s in &list {
+        vmtest::programs::scenario_files(&s.programs)
+            .with_context(|| format!("scenario {}", s.name))?;
+    }
+    if retries.is_some_and(|r| r > MAX_RETRIES) {
+        eprintln!(
+            "vmtest: note: --retries {} is more than the scenarios' most ({MAX_RETRIES}): a retry can hide a failure",
+            retries.unwrap_or(0)
+        );
+    }
+    let mut cfg = config(cli, repo, qemu, extra)?;
+    cfg.retries = *retries;
+    cfg.retry_deadline =
+        Some(std::time::Instant::now() + std::time::Duration::from_secs(retry_budget * 60));
+    cfg.attempts_per_round = Some(*attempts_per_round);
+    cfg.console = *console;
+    start(&cfg)?;
+    // Round one runs every scenario; a scenario still failing for
+    // platform reasons after its attempts in a row is deferred to the
+    // next round, after the others, until it passes, fails for a reason
+    // of its own, or its retries or the budget run out.
+    let reports = retry::rounds(
+        list.len(),
+        |i, earlier| {
+            let s = &list[i];
+            eprintln!("=== {}: {}", s.name, s.description);
+            let r = run::run(&cfg, s, earlier)?;
+            if !r.deferred {
+                report_one(s, &r, *summary);
+            }
+            Ok(r)
+        },
+        |round, pending| {
+            eprintln!(
+                "=== round {round}: again after platform failures: {}",
+                pending
+                    .iter()
+                    .map(|&i| list[i].name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        },
+    )?;
+    verdict_table(&list, &reports)
+}
+
+/// The table of every scenario's verdict, and of the platform signatures
+/// seen; an error naming the scenarios that failed.
+fn verdict_table(list: &[Scenario], reports: &[Report]) -> Result<()> {
+    let mut failed = Vec::new();
+    eprintln!(
+        "\n{:<28} {:<6} {:>8} {:>8}",
+        "scenario", "result", "secs", "retries"
+    );
+    for (s, r) in list.iter().zip(reports) {
+        if !r.passed {
+            failed.push(s.name.clone());
+        }
+        eprintln!(
+            "{:<28} {:<6} {:>8.0} {:>8}",
+            s.name,
+            if r.passed { "PASS" } else { "FAIL" },
+            r.wall_secs,
+            r.attempts.len().saturating_sub(1)
+        );
+    }
+    signature_table(reports);
+    if !failed.is_empty() {
+        bail!(
+            "{} of {} scenarios failed: {}",
+            failed.len(),
+            list.len(),
+            failed.join(", ")
+        );
+    }
+    Ok(())
 }

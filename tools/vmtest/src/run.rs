@@ -260,19 +260,12 @@ fn activity(p: &Parsed) -> String {
     }
 }
 
+/// What one attempt produced: its parse, how it ended, its console log.
 struct AttemptRun {
     parsed: Parsed,
-    timed_out: bool,
-    /// The kernel that went silent (no heartbeat); the run was stopped.
-    stalled: Option<String>,
-    /// The console was silent for this many seconds (the bound of
-    /// [`Config::console_silence`]); the run was stopped.
-    console_silent: Option<u64>,
-    /// A kernel problem made the harness stop the run.
-    problem_stop: bool,
+    end: RunEnd,
     wall: f64,
     log: PathBuf,
-    qemu_status: Option<i32>,
 }
 
 /// Seconds an attempt runs on after a kernel's first problem report: the
@@ -281,38 +274,25 @@ struct AttemptRun {
 /// guest time runs slower than the wall clock under nested TCG.
 const PROBLEM_GRACE_SECS: u64 = 90;
 
-fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<AttemptRun> {
-    let dir = cfg.out.join(&s.name);
-    std::fs::create_dir_all(&dir)?;
-    let initrd = dir.join(format!("initrd-{attempt}.cpio.gz"));
-    initramfs::with_plans(base, &s.plans(), &initrd)?;
-    let initrd = initrd.canonicalize()?;
-    let kernel = cfg.bzimage().canonicalize()?;
-    let log_path = dir.join(format!("console-{attempt}.log"));
-    let mut log = std::fs::File::create(&log_path)?;
-    // The harness asks a silent L1 why through QMP (an NMI to every vCPU).
-    let qmp_sock = qmp::socket_path(&dir);
-    let _ = std::fs::remove_file(&qmp_sock);
-    // L1's userspace (its plan, and the consoles of its L2s that it relays)
-    // writes to L1's second serial port, ttyS1, which reaches the harness
-    // through this socket; the kernel console, ttyS0, is stdio. On one port
-    // they contend: three times on 2026-12-02 an L1 CPU spun for good with
-    // interrupts off in uart_write_room(), waiting for the console port's
-    // nbcon ownership while the relay wrote an L2's burst of lines, and L1
-    // and its L2 stopped (no project code in that path, upstream-pv among
-    // them).
-    let out_sock = qmp::unix_socket_path(&dir, "ttyS1");
-    let _ = std::fs::remove_file(&out_sock);
-
-    // No hard-lockup detector in L1 (nmi_watchdog=0): nested TCG runs an
-    // L1 vCPU inside its L2 for over 10 s without delivering L1's timer,
-    // and the buddy detector then reports a hard LOCKUP in an L1 with no
-    // project module loaded (nopvspin, 2026-12-01). L1 keeps the soft-
-    // lockup and RCU stall detectors and the harness's NMI probe; L2s keep
-    // both lockup detectors. L1's TSC is the host's, constant and the same
-    // on every vCPU (tsc=reliable): the clocksource watchdog, reading HPET
-    // through emulated MMIO, once took TCG's delays for skew and marked it
-    // unstable mid-run, moving L1 and the kvmclock of its guests.
+/// L1's QEMU for one attempt: the kernel and `initrd`, the kernel console
+/// on stdio, L1's userspace on `out_sock` (its ttyS1), QMP on `qmp_sock`.
+fn l1_command(
+    cfg: &Config,
+    s: &Scenario,
+    kernel: &Path,
+    initrd: &Path,
+    out_sock: &Path,
+    qmp_sock: &Path,
+) -> Command {
+    // No hard-lockup detector in L1 (nmi_watchdog=0): nested TCG can run
+    // an L1 vCPU inside its L2 for over 10 s without delivering L1's
+    // timer, and the buddy detector then reports a hard LOCKUP in an L1
+    // with no project module loaded. L1 keeps the soft-lockup and RCU
+    // stall detectors and the harness's NMI probe; L2s keep both lockup
+    // detectors. L1's TSC is the host's, constant and the same on every
+    // vCPU (tsc=reliable): the clocksource watchdog reads HPET through
+    // emulated MMIO and can take TCG's delays for skew, marking the TSC
+    // unstable mid-run and moving L1's clock and its guests' kvmclock.
     let cmdline = format!(
         "console=ttyS0 panic=-1 oops=panic quiet csdlock_debug=1 nmi_watchdog=0 tsc=reliable pv_level=1 pv_name=l1 pv_l2_affinity=1-{} pv_kernel={} pv_initrd={} {}",
         s.l1.cpus,
@@ -322,13 +302,18 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
     );
     // L1's CPU 0 runs no guest: L1 gets one CPU more than the scenario's,
     // and its guests (every L2's QEMU, the KVM selftest) run on CPUs 1 to
-    // N (pv_l2_affinity, the guest library's guest_cpus). Every L2 triple
-    // fault and corrupted vCPU state seen on 2026-12-02 (15 of 15 traced)
-    // hit an L2 vCPU while it ran on L1's CPU 0, whatever vCPU and
-    // scenario, and L1 crashed the same way on its CPU 0 right after a
-    // #VMEXIT; Documentation/pvlock/testing.rst has the failure rates
-    // before and after. L1's CPU 0 is mostly idle (its init, the console
-    // relays), so the host's two cores still run the guests' two.
+    // N (pv_l2_affinity, the guest library's guest_cpus). Under nested
+    // TCG, L2 triple faults and corrupted vCPU state hit L2 vCPUs running
+    // on L1's CPU 0 (every one traced, whatever the vCPU and scenario);
+    // Documentation/pvlock/testing.rst has the failure rates before and
+    // after. L1's CPU 0 is mostly idle (its init, the console relays), so
+    // the host's two cores still run the guests' two.
+    //
+    // L1's userspace (its plan, and the consoles of its L2s that it
+    // relays) writes to its second serial port, ttyS1, not to the kernel
+    // console's: on one port they contend, and an L1 CPU can spin for good
+    // with interrupts off in uart_write_room(), waiting for the console
+    // port's nbcon ownership while the relay writes an L2's burst.
     let mut cmd = Command::new(&cfg.qemu);
     cmd.args(["-accel", "tcg,thread=multi", "-cpu", "max"])
         .args(["-smp", &(s.l1.cpus + 1).to_string(), "-m", &s.l1.memory])
@@ -342,9 +327,9 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
         .arg("-qmp")
         .arg(format!("unix:{},server=on,wait=off", qmp_sock.display()))
         .arg("-kernel")
-        .arg(&kernel)
+        .arg(kernel)
         .arg("-initrd")
-        .arg(&initrd)
+        .arg(initrd)
         .args([
             "-virtfs",
             "local,path=/,mount_tag=hostroot,security_model=none,readonly=on",
@@ -363,66 +348,256 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
             Ok(())
         });
     }
+    cmd
+}
+
+/// Reads L1's ttyS1 from `sock` into `tx`. QEMU listens on the socket
+/// before the guest runs (output begins with L1's init, seconds later):
+/// connects within 10 s, or kills QEMU and fails.
+fn read_ttys1(
+    child: &mut Child,
+    sock: &Path,
+    tx: mpsc::Sender<Line>,
+) -> Result<std::thread::JoinHandle<()>> {
+    let connect_by = Instant::now() + Duration::from_secs(10);
+    loop {
+        match std::os::unix::net::UnixStream::connect(sock) {
+            Ok(stream) => return Ok(spawn_reader(stream, tx, false)),
+            Err(_) if Instant::now() < connect_by && child.try_wait()?.is_none() => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => {
+                kill_group(child);
+                return Err(e).with_context(|| {
+                    format!("cannot connect to L1's ttyS1 at {}", sock.display())
+                });
+            }
+        }
+    }
+}
+
+/// The spinner of an attempt on a terminal (none with `--console`, whose
+/// lines would break it).
+fn progress_bar(cfg: &Config, s: &Scenario, attempt: u32) -> Result<Option<ProgressBar>> {
+    if !std::io::stderr().is_terminal() || cfg.console {
+        return Ok(None);
+    }
+    let pb = ProgressBar::new_spinner();
+    pb.set_style(ProgressStyle::with_template(
+        "{spinner} {prefix} {elapsed_precise} {wide_msg}",
+    )?);
+    pb.set_prefix(format!("{} #{attempt}", s.name));
+    pb.enable_steady_tick(Duration::from_millis(200));
+    Ok(Some(pb))
+}
+
+/// What the supervision of an attempt does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    /// Read the console.
+    Read,
+    /// Look at the bounds again before reading (an NMI was just asked).
+    Again,
+    /// Stop QEMU: the attempt is over.
+    Stop,
+}
+
+/// An attempt while L1's QEMU runs: its console log and parse, its
+/// watchdog, and how it ended so far.
+struct Supervisor<'a> {
+    cfg: &'a Config,
+    s: &'a Scenario,
+    qmp_sock: &'a Path,
+    log: std::fs::File,
+    parsed: Parsed,
+    watchdog: Watchdog,
+    start: Instant,
+    end: RunEnd,
+    /// When a kernel first reported a problem: the attempt has failed (a
+    /// kernel problem fails it unless the scenario allows them), so it
+    /// stops once the reports had time to complete (NMI backtraces, the
+    /// CPUs that answered none), instead of running into its step
+    /// timeouts.
+    first_problem: Option<Instant>,
+}
+
+impl Supervisor<'_> {
+    /// Register samples of L1 into the log and the parse.
+    fn sample_l1(&mut self) -> Result<()> {
+        sample_l1(&mut self.log, &mut self.parsed, self.cfg, self.qmp_sock)
+    }
+
+    /// The attempt's bound: past it, L1 is sampled and the run stopped.
+    fn past_deadline(&mut self) -> Result<Flow> {
+        if self.start.elapsed() < Duration::from_secs(self.s.timeout) {
+            return Ok(Flow::Read);
+        }
+        self.end.timed_out = true;
+        writeln!(
+            self.log,
+            "# vmtest: the run did not finish within {} s: stopped",
+            self.s.timeout
+        )?;
+        self.sample_l1()?;
+        Ok(Flow::Stop)
+    }
+
+    /// What the watchdog says of the kernels' silence: stop, or ask a
+    /// silent kernel why (its registers, then an NMI through QMP).
+    fn watch(&mut self) -> Result<Flow> {
+        let parsed = &self.parsed;
+        let finished = |name: &str| {
+            parsed
+                .nodes
+                .get(name)
+                .is_some_and(|n| n.done || n.exit_rc.is_some())
+        };
+        match self.watchdog.stall(Instant::now(), finished) {
+            None => Ok(Flow::Read),
+            Some(Stall::Heartbeat(name)) => {
+                writeln!(
+                    self.log,
+                    "# vmtest: nothing from {name} for {STALL_SECS} s or more (heartbeat included), its NMI probe over: stalled, stopped"
+                )?;
+                self.end.stalled = Some(name);
+                Ok(Flow::Stop)
+            }
+            Some(Stall::Console(secs)) => {
+                writeln!(
+                    self.log,
+                    "# vmtest: no console output for {secs} s: stalled, stopped"
+                )?;
+                self.end.console_silent = Some(secs);
+                Ok(Flow::Stop)
+            }
+            Some(Stall::Probe(name)) => {
+                // Where its vCPUs are first (registers need nothing of the
+                // kernel), then an NMI, which ends its halts and lock
+                // waits, and each CPU that takes it says so.
+                self.sample_l1()?;
+                let now = Instant::now();
+                let line = match qmp::inject_nmi(self.qmp_sock) {
+                    Ok(()) => {
+                        self.watchdog.nmi_injected(&name, now);
+                        writeln!(
+                            self.log,
+                            "# vmtest: nothing from {name} for {STALL_SECS} s: an NMI to every vCPU through QMP, {NMI_GRACE_SECS} s to answer"
+                        )?;
+                        format!("@@PV L0.vmtest nmi-injected {name}")
+                    }
+                    Err(e) => {
+                        self.watchdog.nmi_failed(&name, now);
+                        format!("@@PV L0.vmtest nmi-failed {name} {e:#}")
+                    }
+                };
+                writeln!(self.log, "{line}")?;
+                if self.cfg.console {
+                    eprintln!("{line}");
+                }
+                self.parsed.line(&line);
+                Ok(Flow::Again)
+            }
+        }
+    }
+
+    /// A line from QEMU: logged and parsed (heartbeats only fed to the
+    /// watchdog). Whether it was a heartbeat.
+    fn take(&mut self, line: Line) -> Result<bool> {
+        match line {
+            Line::Out(l) => {
+                let (origin, text) = split_origin(&l);
+                if self.watchdog.console_line(origin, text, Instant::now()) {
+                    self.parsed.heartbeat(origin);
+                    return Ok(true);
+                }
+                writeln!(self.log, "{l}")?;
+                if self.cfg.console {
+                    eprintln!("{l}");
+                }
+                self.parsed.wall = self.start.elapsed().as_secs_f64();
+                self.parsed.line(&l);
+            }
+            Line::Err(l) => {
+                self.watchdog.other_output(Instant::now());
+                writeln!(self.log, "[qemu stderr] {l}")?;
+                eprintln!("[qemu stderr] {l}");
+                self.parsed.line(&format!("[qemu] {l}"));
+            }
+        }
+        Ok(false)
+    }
+
+    /// Stops the attempt [`PROBLEM_GRACE_SECS`] after a kernel's first
+    /// problem that the scenario does not allow.
+    fn after_problem(&mut self) -> Result<Flow> {
+        let s = self.s;
+        let any = self
+            .parsed
+            .nodes
+            .iter()
+            .any(|(name, n)| !n.problems.is_empty() && !s.allows_problems_of(name));
+        match self.first_problem {
+            None if any => self.first_problem = Some(Instant::now()),
+            Some(t) if t.elapsed() >= Duration::from_secs(PROBLEM_GRACE_SECS) => {
+                writeln!(
+                    self.log,
+                    "# vmtest: a kernel problem {PROBLEM_GRACE_SECS} s ago fails this attempt: stopped"
+                )?;
+                self.sample_l1()?;
+                self.end.problem_stop = true;
+                return Ok(Flow::Stop);
+            }
+            _ => {}
+        }
+        Ok(Flow::Read)
+    }
+}
+
+fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<AttemptRun> {
+    let dir = cfg.out.join(&s.name);
+    std::fs::create_dir_all(&dir)?;
+    let initrd = dir.join(format!("initrd-{attempt}.cpio.gz"));
+    initramfs::with_plans(base, &s.plans(), &initrd)?;
+    let initrd = initrd.canonicalize()?;
+    let kernel = cfg.bzimage().canonicalize()?;
+    let log_path = dir.join(format!("console-{attempt}.log"));
+    let mut log = std::fs::File::create(&log_path)?;
+    // The harness asks a silent L1 why through QMP (an NMI to every vCPU).
+    let qmp_sock = qmp::socket_path(&dir);
+    let _ = std::fs::remove_file(&qmp_sock);
+    let out_sock = qmp::unix_socket_path(&dir, "ttyS1");
+    let _ = std::fs::remove_file(&out_sock);
+    let mut cmd = l1_command(cfg, s, &kernel, &initrd, &out_sock, &qmp_sock);
     writeln!(log, "# {:?}", cmd)?;
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot start {} (run 'make deps')", cfg.qemu))?;
     let (tx, rx) = mpsc::channel();
-    let r1 = spawn_reader(child.stdout.take().expect("piped"), tx.clone(), false);
-    let r2 = spawn_reader(child.stderr.take().expect("piped"), tx.clone(), true);
-    // QEMU listens on the socket before the guest runs; output on ttyS1
-    // begins with L1's init, seconds later.
-    let r3 = {
-        let connect_by = Instant::now() + Duration::from_secs(10);
-        let stream = loop {
-            match std::os::unix::net::UnixStream::connect(&out_sock) {
-                Ok(s) => break s,
-                Err(e) if Instant::now() < connect_by && child.try_wait()?.is_none() => {
-                    let _ = e;
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(e) => {
-                    kill_group(&mut child);
-                    return Err(e).with_context(|| {
-                        format!("cannot connect to L1's ttyS1 at {}", out_sock.display())
-                    });
-                }
-            }
-        };
-        spawn_reader(stream, tx, false)
-    };
-
-    let tty = std::io::stderr().is_terminal();
-    let pb = if tty && !cfg.console {
-        let pb = ProgressBar::new_spinner();
-        pb.set_style(ProgressStyle::with_template(
-            "{spinner} {prefix} {elapsed_precise} {wide_msg}",
-        )?);
-        pb.set_prefix(format!("{} #{attempt}", s.name));
-        pb.enable_steady_tick(Duration::from_millis(200));
-        Some(pb)
-    } else {
-        None
-    };
-
+    let readers = [
+        spawn_reader(child.stdout.take().expect("piped"), tx.clone(), false),
+        spawn_reader(child.stderr.take().expect("piped"), tx.clone(), true),
+        read_ttys1(&mut child, &out_sock, tx)?,
+    ];
+    let pb = progress_bar(cfg, s, attempt)?;
     let start = Instant::now();
-    let deadline = start + Duration::from_secs(s.timeout);
-    let mut parsed = Parsed {
-        symbols: Symbols::load(&cfg.kdir).map(Arc::new),
-        ..Default::default()
+    let mut sv = Supervisor {
+        cfg,
+        s,
+        qmp_sock: &qmp_sock,
+        log,
+        parsed: Parsed {
+            symbols: Symbols::load(&cfg.kdir).map(Arc::new),
+            ..Default::default()
+        },
+        watchdog: Watchdog::new(start, cfg.console_silence),
+        start,
+        end: RunEnd::default(),
+        first_problem: None,
     };
-    let mut timed_out = false;
-    let mut stalled: Option<String> = None;
-    let mut console_silent: Option<u64> = None;
-    let mut problem_stop = false;
-    let mut watchdog = Watchdog::new(start, cfg.console_silence);
     let mut last_activity = String::new();
-    // When a kernel first reported a problem: the attempt has failed (a
-    // kernel problem fails it unless the scenario allows them), so it stops
-    // once the reports had time to complete (NMI backtraces, the CPUs that
-    // answered none), instead of running into its step timeouts.
-    let mut first_problem: Option<Instant> = None;
-    loop {
+    // Whether the harness ends the attempt (else QEMU ended, closing its
+    // output).
+    let stop = loop {
         if INTERRUPTED.load(Ordering::Relaxed) {
             kill_group(&mut child);
             if let Some(pb) = &pb {
@@ -430,116 +605,27 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
             }
             bail!("interrupted");
         }
-        if Instant::now() >= deadline {
-            timed_out = true;
-            writeln!(
-                log,
-                "# vmtest: the run did not finish within {} s: stopped",
-                s.timeout
-            )?;
-            sample_l1(&mut log, &mut parsed, cfg, &qmp_sock)?;
-            kill_group(&mut child);
-            break;
+        if sv.past_deadline()? == Flow::Stop {
+            break true;
         }
-        let finished = |name: &str| {
-            parsed
-                .nodes
-                .get(name)
-                .is_some_and(|n| n.done || n.exit_rc.is_some())
-        };
-        match watchdog.stall(Instant::now(), finished) {
-            Some(Stall::Heartbeat(name)) => {
-                writeln!(
-                    log,
-                    "# vmtest: nothing from {name} for {STALL_SECS} s or more (heartbeat included), its NMI probe over: stalled, stopped"
-                )?;
-                stalled = Some(name);
-                kill_group(&mut child);
-                break;
-            }
-            Some(Stall::Probe(name)) => {
-                // Ask the kernel why it is silent: first where its vCPUs
-                // are (registers need nothing of the kernel), then an NMI,
-                // which ends its halts and lock waits, and each CPU that
-                // takes it says so.
-                sample_l1(&mut log, &mut parsed, cfg, &qmp_sock)?;
-                let now = Instant::now();
-                let line = match qmp::inject_nmi(&qmp_sock) {
-                    Ok(()) => {
-                        watchdog.nmi_injected(&name, now);
-                        writeln!(
-                            log,
-                            "# vmtest: nothing from {name} for {STALL_SECS} s: an NMI to every vCPU through QMP, {NMI_GRACE_SECS} s to answer"
-                        )?;
-                        format!("@@PV L0.vmtest nmi-injected {name}")
-                    }
-                    Err(e) => {
-                        watchdog.nmi_failed(&name, now);
-                        format!("@@PV L0.vmtest nmi-failed {name} {e:#}")
-                    }
-                };
-                writeln!(log, "{line}")?;
-                if cfg.console {
-                    eprintln!("{line}");
-                }
-                parsed.line(&line);
-                continue;
-            }
-            Some(Stall::Console(secs)) => {
-                writeln!(
-                    log,
-                    "# vmtest: no console output for {secs} s: stalled, stopped"
-                )?;
-                console_silent = Some(secs);
-                kill_group(&mut child);
-                break;
-            }
-            None => {}
+        match sv.watch()? {
+            Flow::Read => {}
+            Flow::Again => continue,
+            Flow::Stop => break true,
         }
         match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(Line::Out(l)) => {
-                let (origin, text) = split_origin(&l);
-                if watchdog.console_line(origin, text, Instant::now()) {
-                    parsed.heartbeat(origin);
+            Ok(line) => {
+                if sv.take(line)? {
                     continue;
                 }
-                writeln!(log, "{l}")?;
-                if cfg.console {
-                    eprintln!("{l}");
-                }
-                parsed.wall = start.elapsed().as_secs_f64();
-                parsed.line(&l);
-            }
-            Ok(Line::Err(l)) => {
-                watchdog.other_output(Instant::now());
-                writeln!(log, "[qemu stderr] {l}")?;
-                eprintln!("[qemu stderr] {l}");
-                parsed.line(&format!("[qemu] {l}"));
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break false,
         }
-        {
-            let any = parsed
-                .nodes
-                .iter()
-                .any(|(name, n)| !n.problems.is_empty() && !s.allows_problems_of(name));
-            match first_problem {
-                None if any => first_problem = Some(Instant::now()),
-                Some(t) if t.elapsed() >= Duration::from_secs(PROBLEM_GRACE_SECS) => {
-                    writeln!(
-                        log,
-                        "# vmtest: a kernel problem {PROBLEM_GRACE_SECS} s ago fails this attempt: stopped"
-                    )?;
-                    sample_l1(&mut log, &mut parsed, cfg, &qmp_sock)?;
-                    problem_stop = true;
-                    kill_group(&mut child);
-                    break;
-                }
-                _ => {}
-            }
+        if sv.after_problem()? == Flow::Stop {
+            break true;
         }
-        let act = activity(&parsed);
+        let act = activity(&sv.parsed);
         if act != last_activity {
             let line = format!("{} {}", fmt_mmss(start.elapsed().as_secs_f64()), act);
             match &pb {
@@ -549,30 +635,36 @@ fn run_once(cfg: &Config, s: &Scenario, base: &Path, attempt: u32) -> Result<Att
             }
             last_activity = act;
         }
+    };
+    if stop {
+        kill_group(&mut child);
     }
-    let status = child.wait().ok().and_then(|s| s.code());
-    let _ = r1.join();
-    let _ = r2.join();
-    let _ = r3.join();
+    for r in readers {
+        let _ = r.join();
+    }
     let _ = std::fs::remove_file(&out_sock);
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
+    let Supervisor {
+        mut log,
+        parsed,
+        mut end,
+        ..
+    } = sv;
+    end.qemu_status = child.wait().ok().and_then(|s| s.code());
     writeln!(
         log,
-        "# qemu exit status {status:?}, {:.1} s",
+        "# qemu exit status {:?}, {:.1} s",
+        end.qemu_status,
         start.elapsed().as_secs_f64()
     )?;
     let _ = std::fs::remove_file(&qmp_sock);
     Ok(AttemptRun {
         parsed,
-        timed_out,
-        stalled,
-        console_silent,
-        problem_stop,
+        end,
         wall: start.elapsed().as_secs_f64(),
         log: log_path,
-        qemu_status: status,
     })
 }
 
@@ -642,6 +734,62 @@ pub fn rejudge(s: &Scenario, log: &Path, kdir: &Path) -> Result<String> {
     Ok(out)
 }
 
+/// The outcome of attempt number `attempt`, `r`, judged: `reasons` its
+/// failures, `judgement` what the platform explains of them.
+fn attempt_of(
+    attempt: u32,
+    r: &AttemptRun,
+    reasons: &[String],
+    judgement: &crate::platform::Judgement,
+) -> Attempt {
+    let platform = judgement.platform().then(|| judgement.why());
+    let signatures: Vec<String> = judgement
+        .signatures()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let mut a = Attempt {
+        attempt,
+        reasons: reasons.to_vec(),
+        platform_failure: platform.clone(),
+        wall_secs: r.wall,
+        console_log: r.log.clone(),
+        ..Default::default()
+    };
+    if platform.is_some() {
+        a.platform_signatures = signatures;
+    } else {
+        // Platform events that came with failures of their own.
+        a.overruled = judgement.events.iter().map(|e| e.why.clone()).collect();
+        a.overruled_signatures = signatures;
+    }
+    a
+}
+
+/// Per kernel, its last console lines; per kernel with a problem, its
+/// first report, condensed: what a failure's summary shows.
+type Tails = Vec<(String, Vec<String>)>;
+
+fn tails_and_reports(parsed: &Parsed) -> (Tails, Tails) {
+    let tails = parsed
+        .nodes
+        .iter()
+        .map(|(n, node)| (n.clone(), node.tail.clone()))
+        .collect();
+    let first_reports = parsed
+        .nodes
+        .iter()
+        .filter(|(_, node)| !node.first_report.is_empty())
+        .map(|(n, node)| {
+            (
+                n.clone(),
+                crate::console::condensed_report(&node.first_report),
+            )
+        })
+        .collect();
+    (tails, first_reports)
+}
+
 /// Runs `s`, with retries for platform failures; writes
 /// `<out>/<scenario>.json`. `earlier` holds the attempts of the rounds
 /// before (empty on the first run of `s`); their retries count.
@@ -669,42 +817,17 @@ pub fn run(cfg: &Config, s: &Scenario, earlier: Vec<Attempt>) -> Result<Report> 
         let result = json!({
             "scenario": s.name,
             "wall_secs": r.wall,
-            "timed_out": r.timed_out,
-            "stalled": r.stalled,
-            "qemu_status": r.qemu_status,
+            "timed_out": r.end.timed_out,
+            "stalled": r.end.stalled,
+            "qemu_status": r.end.qemu_status,
             "nodes": serde_json::to_value(&r.parsed.nodes)?,
         });
-        let end = RunEnd {
-            timed_out: r.timed_out,
-            stalled: r.stalled.clone(),
-            console_silent: r.console_silent,
-            qemu_status: r.qemu_status,
-            problem_stop: r.problem_stop,
-        };
-        let failures = judge(s, &r.parsed, &result, &end);
+        let end = &r.end;
+        let failures = judge(s, &r.parsed, &result, end);
         let reasons = reasons(&failures);
-        let judgement = judge_platform(s, &r.parsed, &failures, &end);
-        let platform = judgement.platform().then(|| judgement.why());
-        let signatures: Vec<String> = judgement
-            .signatures()
-            .into_iter()
-            .map(String::from)
-            .collect();
-        let mut a = Attempt {
-            attempt,
-            reasons: reasons.clone(),
-            platform_failure: platform.clone(),
-            wall_secs: r.wall,
-            console_log: r.log.clone(),
-            ..Default::default()
-        };
-        if platform.is_some() {
-            a.platform_signatures = signatures;
-        } else {
-            // Platform events that came with failures of their own.
-            a.overruled = judgement.events.iter().map(|e| e.why.clone()).collect();
-            a.overruled_signatures = signatures;
-        }
+        let judgement = judge_platform(s, &r.parsed, &failures, end);
+        let a = attempt_of(attempt, &r, &reasons, &judgement);
+        let platform = a.platform_failure.clone();
         attempts.push(a);
         // A scenario that must fail passes only when the failure it wants
         // shows in an attempt that is not the platform's: it is retried
@@ -746,24 +869,7 @@ pub fn run(cfg: &Config, s: &Scenario, earlier: Vec<Attempt>) -> Result<Report> 
             None => reasons.is_empty(),
             Some(_) => wanted_shown,
         };
-        let tails = r
-            .parsed
-            .nodes
-            .iter()
-            .map(|(n, node)| (n.clone(), node.tail.clone()))
-            .collect();
-        let first_reports = r
-            .parsed
-            .nodes
-            .iter()
-            .filter(|(_, node)| !node.first_report.is_empty())
-            .map(|(n, node)| {
-                (
-                    n.clone(),
-                    crate::console::condensed_report(&node.first_report),
-                )
-            })
-            .collect();
+        let (tails, first_reports) = tails_and_reports(&r.parsed);
         let report = Report {
             scenario: s.name.clone(),
             description: s.description.clone(),
@@ -773,7 +879,7 @@ pub fn run(cfg: &Config, s: &Scenario, earlier: Vec<Attempt>) -> Result<Report> 
             wall_secs: earlier_secs + started.elapsed().as_secs_f64(),
             result,
             deferred: next == Next::Defer,
-            console_silent: r.console_silent,
+            console_silent: r.end.console_silent,
             tails,
             first_reports,
         };

@@ -241,8 +241,9 @@ mod tests {
 
     #[test]
     fn an_l1_that_is_asking_gets_time_to_finish() {
-        // CI on 2026-12-02: an L2 went silent, L1 ran on, and the run was
-        // stopped before L1's samples and NMI came: no evidence either way.
+        // An L2 goes silent and L1 runs on: the run must not stop before
+        // L1's samples and NMI come, or it ends with no evidence either
+        // way.
         let t0 = Instant::now();
         let mut w = Watchdog::new(t0, None);
         w.console_line("g-1", "@@HB", t0);
