@@ -488,8 +488,8 @@ pub fn cpu_list(s: &str) -> Vec<u32> {
 
 /// A backtrace NMI answered this long after it was sent (kernel time)
 /// was late: an NMI reaches a halted or spinning vCPU at once, so L1 did
-/// not run that one for as long (seen: 5.5 s, a CPU halted in the idle
-/// loop while another waited for its IPI, CI 2026-12-04).
+/// not run that one for as long (`vcpu-not-run` in
+/// Documentation/pvlock/testing.rst).
 pub const NMI_LATE_SECS: f64 = 5.0;
 
 fn nmi_sent_re() -> &'static Regex {
@@ -521,16 +521,16 @@ fn kmsg_inside_re() -> &'static Regex {
 
 /// A marker with a kernel message printed into the middle of it: the
 /// guest's userspace and its kernel share the serial console, and a
-/// kernel message can land anywhere in a marker still being written (seen:
-/// the L2's `ACPI: PM: Preparing to enter system sleep state S5` inside a
-/// 2.5 KB `stat` line; a locktorture message inside `hotplug`, which cut
-/// it into `@@PV L2.g-1 hotp[   20.195176] torture_...` and `lug rounds=6
-/// ...`). Returns the marker up to the message, and the message, which
-/// runs to the end of the console line; the rest of the marker is the
-/// kernel's next console line. `None` for a marker that holds no kernel
-/// message, or holds one as its data: `dmesg` and `lt` start with the
-/// kernel line they quote, `out` and `kvmtest` quote a program's output,
-/// and a `stat` marker's JSON that parses is whole, whatever it quotes.
+/// kernel message can land anywhere in a marker still being written (the
+/// L2's `ACPI: PM: Preparing to enter system sleep state S5` inside a long
+/// `stat` line; a locktorture message inside `hotplug`, which cuts it into
+/// `@@PV L2.g-1 hotp[   20.195176] torture_...` and `lug rounds=6 ...`).
+/// Returns the marker up to the message, and the message, which runs to
+/// the end of the console line; the rest of the marker is the kernel's
+/// next console line. `None` for a marker that holds no kernel message,
+/// or holds one as its data: `dmesg` and `lt` start with the kernel line
+/// they quote, `out` and `kvmtest` quote a program's output, and a `stat`
+/// marker's JSON that parses is whole, whatever it quotes.
 fn spliced_marker(m: &str) -> Option<(&str, &str)> {
     let mut it = m.splitn(3, ' ');
     let (_who, event, data) = (it.next()?, it.next().unwrap_or(""), it.next().unwrap_or(""));
@@ -789,133 +789,21 @@ impl Parsed {
         let seq = self.seq;
         let module = project_module(origin);
         let n = self.node(origin);
-        if text.contains(&format!("{module}: ")) {
-            n.state.project_code = true;
-        }
-        if module == "guest_pvlock" {
-            if text.contains("guest_pvlock: switching the lock ops") {
-                n.state.switching = true;
-                n.switches.push(text.to_string());
-            } else if [
-                "guest_pvlock: installed in",
-                "guest_pvlock: uninstalled in",
-                "guest_pvlock: not installing: the lock ops cannot be switched",
-            ]
-            .iter()
-            .any(|k| text.contains(k))
-            {
-                n.state.switching = false;
-                n.switches.push(text.to_string());
-            }
-        }
-        if let Some((_, r)) = text.split_once("RIP: ") {
-            n.rips.push(text.to_string());
-            let f = r.split_once(':').map_or(r, |(_, f)| f).trim();
-            if project_frame(f) {
-                n.project_frames.push(seq);
-            }
-            if let Some(cpu) = n.nmi_bt_cpu.take() {
-                n.nmi_rips.push((seq, cpu, f.to_string()));
-                // Answered late, outside the project's code: that vCPU
-                // was not run for as long, like one that never answers.
-                // In the project's code, it is evidence only with L1's
-                // record of that vCPU (judged in crate::platform).
-                if let Some((_, at, after, sent_seq)) = n.nmi_late.take().filter(|l| l.0 == cpu) {
-                    if !project_frame(f) {
-                        n.nmi_silent.push(format!(
-                            "CPU {cpu} answered the backtrace NMI sent at {at:.1} s only {after:.1} s later, at {f}"
-                        ));
-                    } else {
-                        n.nmi_late_in_project.push(LateNmi {
-                            sent_seq,
-                            cpu,
-                            sent_at: at,
-                            late: after,
-                            rip: f.to_string(),
-                        });
-                    }
-                }
-            }
-        } else if let Some(f) = frame_of(text) {
-            if project_frame(f) {
-                n.project_frames.push(seq);
-            }
-        }
-        if let Some(c) = csd_wait_re().captures(text) {
-            if let (Ok(w), Ok(t)) = (c[1].parse(), c[2].parse()) {
-                n.csd_waits.push((seq, w, t));
-            }
-        }
-        if let Some(c) = soft_lockup_re().captures(text) {
-            if let Ok(cpu) = c[1].parse() {
-                n.soft_lockups.push((seq, cpu));
-            }
-        }
+        n.project_code_text(module, text);
+        n.rip_or_frame(seq, text);
+        n.ipi_waits_and_lockups(seq, text);
         if let Some(t) = timestamp(text) {
-            let (late, pending): (Vec<_>, Vec<_>) =
-                n.nmi_pending.iter().partition(|&&(_, at, _)| t - at > 10.0);
-            for (cpu, at, _) in late {
-                n.nmi_silent.push(format!(
-                    "CPU {cpu} did not answer the backtrace NMI sent at {at:.1} s within 10 s"
-                ));
-            }
-            n.nmi_pending = pending;
-            if let Some(c) = nmi_sent_re().captures(text) {
-                for cpu in c[1].split(',').filter_map(|c| c.trim().parse().ok()) {
-                    n.nmi_pending.push((cpu, t, seq));
-                }
-            } else if let Some(c) = nmi_backtrace_re().captures(text) {
-                if let Ok(cpu) = c[1].parse::<u32>() {
-                    n.nmi_late = n
-                        .nmi_pending
-                        .iter()
-                        .find(|&&(p, at, _)| p == cpu && t - at >= NMI_LATE_SECS)
-                        .map(|&(_, at, sent)| (cpu, at, t - at, sent));
-                    n.nmi_pending.retain(|&(p, _, _)| p != cpu);
-                    n.nmi_bt_cpu = Some(cpu);
-                }
-            }
+            n.backtrace_nmis(seq, t, text);
         }
-        if text.contains("<IRQ>") {
-            n.stack = StackState::InIrq;
-            n.irq_candidates.clear();
-            n.irq_softirq = false;
-        } else if text.contains("</IRQ>") || text.contains("<TASK>") || text.contains("<NMI>") {
-            if n.stack != StackState::Outside && !n.irq_softirq {
-                let found = std::mem::take(&mut n.irq_candidates);
-                n.irq_in_irq.extend(found);
-            }
-            n.irq_candidates.clear();
-            n.stack = StackState::Outside;
-        } else if n.stack != StackState::Outside {
-            if let Some(f) = frame_of(text) {
-                if !n.irq_candidates.is_empty() && is_softirq_frame(f) {
-                    n.irq_softirq = true;
-                }
-                if n.stack == StackState::IrqEntry {
-                    if is_softirq_frame(f) {
-                        n.irq_softirq = true;
-                    }
-                    n.irq_candidates.push((seq, f.to_string()));
-                    n.stack = StackState::InIrq;
-                } else if f.starts_with("asm_sysvec_") || f.starts_with("asm_common_interrupt") {
-                    n.stack = StackState::IrqEntry;
-                }
-            }
-        }
-        if !text.is_empty() && problem_re().is_match(text) {
-            n.problems.push(text.to_string());
-            n.problem_at.push((seq, timestamp(text), n.state));
-            if n.first_report.is_empty() {
-                n.first_report.push(text.to_string());
-                return;
-            }
-        }
-        if !n.first_report.is_empty() && n.first_report.len() < FIRST_REPORT {
-            n.first_report.push(text.to_string());
-        }
+        n.irq_nesting(seq, text);
+        n.problem_text(seq, text);
     }
 
+    /// A marker (`L<level>.<name> <event> <data>`, without its `@@PV `) on
+    /// `origin`'s console: a report about another kernel
+    /// ([`Parsed::about_kernel`]), or a kernel's own record, which goes to
+    /// the handler of its family of events. Errors it adds are placed at
+    /// the current console line.
     fn marker(&mut self, origin: &str, m: &str) {
         let mut it = m.splitn(3, ' ');
         let who = it.next().unwrap_or("");
@@ -928,58 +816,7 @@ impl Parsed {
             ),
             None => (0, origin.to_string()),
         };
-        // Reports about a kernel, by L1 (or by the harness, about L1).
-        if event == "nmi-injected" || event == "nmi-failed" {
-            let (kernel, why) = data.split_once(' ').unwrap_or((&data, ""));
-            if event == "nmi-injected" {
-                self.nmi_injected(kernel);
-            } else {
-                self.nmi_failed(kernel, why);
-            }
-            return;
-        }
-        // Register samples of a silent kernel, by L1 (or by the harness,
-        // of L1), named with the modules that kernel had loaded.
-        if event == "regs" || event == "regs-failed" {
-            let (kernel, rest) = data.split_once(' ').unwrap_or((&data, ""));
-            let symbols = self.symbols.clone();
-            let n = self.node(kernel);
-            if event == "regs-failed" {
-                n.regs_failed = Some(rest.to_string());
-            } else if let Some(r) = VcpuRegs::parse(rest, &n.modmap, symbols.as_deref()) {
-                n.regs.push(r);
-            }
-            return;
-        }
-        // L1's run-queue record of an L2's vCPU threads (l2_runq).
-        if event == "runq" {
-            let (kernel, rest) = data.split_once(' ').unwrap_or((&data, ""));
-            let m = kv(rest);
-            let num = |k: &str| m.get(k).and_then(|v| v.parse::<f64>().ok());
-            let seq = self.seq;
-            if let (Some(cpu), Some(waited), Some(within)) = (
-                m.get("cpu").and_then(|v| v.parse().ok()),
-                num("waited"),
-                num("within"),
-            ) {
-                self.node(kernel).runq.push(RunqWait {
-                    seq,
-                    cpu,
-                    waited,
-                    within,
-                });
-            }
-            return;
-        }
-        // L1 reports about L2 instances.
-        if event == "l2-exit" {
-            let mut w = data.split_whitespace();
-            let inst = w.next().unwrap_or("").to_string();
-            let rc = w
-                .next()
-                .and_then(|r| r.strip_prefix("rc="))
-                .and_then(|r| r.parse().ok());
-            self.node(&inst).exit_rc = rc;
+        if self.about_kernel(event, &data) {
             return;
         }
         let seq = self.seq;
@@ -988,33 +825,294 @@ impl Parsed {
         node.level = level;
         let errors = node.errors.len();
         match event {
-            "boot" => {
-                node.booted = true;
-                let m = kv(&data);
-                node.boot_uptime = m.get("uptime").and_then(|v| v.parse().ok());
-                node.nproc = m.get("nproc").and_then(|v| v.parse().ok());
-                node.kernel = m.get("kernel").cloned();
+            "boot" | "cmdline" | "done" => node.lifecycle_marker(event, data),
+            "step-begin" | "step-end" | "step-timeout" => {
+                node.step_marker(event, &data, seq, module)
             }
-            "cmdline" => node.cmdline = Some(data),
-            "done" => {
-                node.done = true;
-                node.done_uptime = kv(&data).get("uptime").and_then(|v| v.parse().ok());
+            "module" | "dmesg" | "modmap" | "params" => node.module_marker(event, data, module),
+            "stat" | "stat-error" | "info" | "warnings" | "hypercalls" => {
+                node.stats_marker(event, data)
             }
-            "step-begin" => {
-                let (id, call) = data.split_once(' ').unwrap_or((&data, ""));
-                if call.starts_with(&format!("load {module}")) || call.starts_with("loadloop") {
-                    node.state.project_code = true;
+            "lt" => node.lt_marker(&data),
+            "locktorture" => node.locktorture_marker(&data),
+            "hackbench" => node.hackbench_marker(&data),
+            "stressng" => node.stressng_marker(&data),
+            "loadloop" | "cpus" | "hotplug" => node.cpus_marker(event, &data),
+            "barrier-passed" | "barrier-error" | "await" | "await-error" => {
+                node.sync_marker(event, &data)
+            }
+            "kvmtest" | "out" | "error" | "l2-shutdown-exit" => node.output_marker(event, data),
+            _ => {}
+        }
+        let added = node.errors.len() - errors;
+        node.error_seqs.extend(std::iter::repeat_n(seq, added));
+    }
+
+    /// A marker by L1 (or by the harness, about L1) that reports on the
+    /// kernel named first in `data`: an NMI injected or not, register
+    /// samples of a silent kernel, L1's run-queue record of an L2's vCPU
+    /// threads, an L2's exit. `false` for any other `event`.
+    fn about_kernel(&mut self, event: &str, data: &str) -> bool {
+        let (kernel, rest) = data.split_once(' ').unwrap_or((data, ""));
+        match event {
+            "nmi-injected" => self.nmi_injected(kernel),
+            "nmi-failed" => self.nmi_failed(kernel, rest),
+            // Named with the modules that kernel had loaded.
+            "regs" | "regs-failed" => {
+                let symbols = self.symbols.clone();
+                let n = self.node(kernel);
+                if event == "regs-failed" {
+                    n.regs_failed = Some(rest.to_string());
+                } else if let Some(r) = VcpuRegs::parse(rest, &n.modmap, symbols.as_deref()) {
+                    n.regs.push(r);
                 }
-                node.steps.push(StepResult {
+            }
+            "runq" => self.runq_record(kernel, rest),
+            "l2-exit" => {
+                let mut w = data.split_whitespace();
+                let inst = w.next().unwrap_or("").to_string();
+                let rc = w
+                    .next()
+                    .and_then(|r| r.strip_prefix("rc="))
+                    .and_then(|r| r.parse().ok());
+                self.node(&inst).exit_rc = rc;
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// L1's run-queue record of vCPU `cpu=` of kernel `kernel` (`l2_runq`).
+    fn runq_record(&mut self, kernel: &str, rest: &str) {
+        let m = kv(rest);
+        let num = |k: &str| m.get(k).and_then(|v| v.parse::<f64>().ok());
+        let seq = self.seq;
+        if let (Some(cpu), Some(waited), Some(within)) = (
+            m.get("cpu").and_then(|v| v.parse().ok()),
+            num("waited"),
+            num("within"),
+        ) {
+            self.node(kernel).runq.push(RunqWait {
+                seq,
+                cpu,
+                waited,
+                within,
+            });
+        }
+    }
+}
+
+// What the parser reads into a kernel's `Node`: the parts of its kernel
+// output (`Parsed::kernel_text`) and its markers (`Parsed::marker`), one
+// family each.
+impl Node {
+    /// A line of the project's module `module` says its code runs; and
+    /// guest_pvlock's lines that open and close a lock-op switch.
+    fn project_code_text(&mut self, module: &str, text: &str) {
+        if text.contains(&format!("{module}: ")) {
+            self.state.project_code = true;
+        }
+        if module != "guest_pvlock" {
+            return;
+        }
+        if text.contains("guest_pvlock: switching the lock ops") {
+            self.state.switching = true;
+            self.switches.push(text.to_string());
+        } else if [
+            "guest_pvlock: installed in",
+            "guest_pvlock: uninstalled in",
+            "guest_pvlock: not installing: the lock ops cannot be switched",
+        ]
+        .iter()
+        .any(|k| text.contains(k))
+        {
+            self.state.switching = false;
+            self.switches.push(text.to_string());
+        }
+    }
+
+    /// A register dump's `RIP:` line or a stack frame: where the project's
+    /// code shows, and where a backtrace NMI found its CPU (the `RIP:`
+    /// line after `NMI backtrace for cpu N`).
+    fn rip_or_frame(&mut self, seq: u64, text: &str) {
+        if let Some((_, r)) = text.split_once("RIP: ") {
+            self.rips.push(text.to_string());
+            let f = r.split_once(':').map_or(r, |(_, f)| f).trim();
+            if project_frame(f) {
+                self.project_frames.push(seq);
+            }
+            if let Some(cpu) = self.nmi_bt_cpu.take() {
+                self.nmi_rips.push((seq, cpu, f.to_string()));
+                self.late_answer_at(cpu, f);
+            }
+        } else if let Some(f) = frame_of(text) {
+            if project_frame(f) {
+                self.project_frames.push(seq);
+            }
+        }
+    }
+
+    /// CPU `cpu`'s backtrace NMI answer was at function `f`: if it came
+    /// late ([`NMI_LATE_SECS`]), record it by where it was.
+    fn late_answer_at(&mut self, cpu: u32, f: &str) {
+        // Answered late, outside the project's code: that vCPU was not run
+        // for as long, like one that never answers. In the project's code,
+        // it is evidence only with L1's record of that vCPU (judged in
+        // crate::platform).
+        let Some((_, at, after, sent_seq)) = self.nmi_late.take().filter(|l| l.0 == cpu) else {
+            return;
+        };
+        if !project_frame(f) {
+            self.nmi_silent.push(format!(
+                "CPU {cpu} answered the backtrace NMI sent at {at:.1} s only {after:.1} s later, at {f}"
+            ));
+        } else {
+            self.nmi_late_in_project.push(LateNmi {
+                sent_seq,
+                cpu,
+                sent_at: at,
+                late: after,
+                rip: f.to_string(),
+            });
+        }
+    }
+
+    /// A CPU waiting for another's IPI (`csd: Detected non-responsive CSD
+    /// lock`), and a soft lockup report.
+    fn ipi_waits_and_lockups(&mut self, seq: u64, text: &str) {
+        if let Some(c) = csd_wait_re().captures(text) {
+            if let (Ok(w), Ok(t)) = (c[1].parse(), c[2].parse()) {
+                self.csd_waits.push((seq, w, t));
+            }
+        }
+        if let Some(c) = soft_lockup_re().captures(text) {
+            if let Ok(cpu) = c[1].parse() {
+                self.soft_lockups.push((seq, cpu));
+            }
+        }
+    }
+
+    /// A line stamped `t` (kernel time): backtrace NMIs requested 10 s
+    /// before and not answered go to `nmi_silent`; a request (`Sending NMI
+    /// from CPU 3 to CPUs 2:`) waits for its answer (`NMI backtrace for cpu
+    /// 2`), which is late [`NMI_LATE_SECS`] after it.
+    fn backtrace_nmis(&mut self, seq: u64, t: f64, text: &str) {
+        let (late, pending): (Vec<_>, Vec<_>) = self
+            .nmi_pending
+            .iter()
+            .partition(|&&(_, at, _)| t - at > 10.0);
+        for (cpu, at, _) in late {
+            self.nmi_silent.push(format!(
+                "CPU {cpu} did not answer the backtrace NMI sent at {at:.1} s within 10 s"
+            ));
+        }
+        self.nmi_pending = pending;
+        if let Some(c) = nmi_sent_re().captures(text) {
+            for cpu in c[1].split(',').filter_map(|c| c.trim().parse().ok()) {
+                self.nmi_pending.push((cpu, t, seq));
+            }
+        } else if let Some(c) = nmi_backtrace_re().captures(text) {
+            if let Ok(cpu) = c[1].parse::<u32>() {
+                self.nmi_late = self
+                    .nmi_pending
+                    .iter()
+                    .find(|&&(p, at, _)| p == cpu && t - at >= NMI_LATE_SECS)
+                    .map(|&(_, at, sent)| (cpu, at, t - at, sent));
+                self.nmi_pending.retain(|&(p, _, _)| p != cpu);
+                self.nmi_bt_cpu = Some(cpu);
+            }
+        }
+    }
+
+    /// A stack's `<IRQ>` block and the frames in it: an interrupt entry
+    /// frame there is an interrupt taken inside a hardirq handler
+    /// (`irq_in_irq`), unless softirq processing runs below it.
+    fn irq_nesting(&mut self, seq: u64, text: &str) {
+        if text.contains("<IRQ>") {
+            self.stack = StackState::InIrq;
+            self.irq_candidates.clear();
+            self.irq_softirq = false;
+        } else if text.contains("</IRQ>") || text.contains("<TASK>") || text.contains("<NMI>") {
+            if self.stack != StackState::Outside && !self.irq_softirq {
+                let found = std::mem::take(&mut self.irq_candidates);
+                self.irq_in_irq.extend(found);
+            }
+            self.irq_candidates.clear();
+            self.stack = StackState::Outside;
+        } else if self.stack != StackState::Outside {
+            if let Some(f) = frame_of(text) {
+                if !self.irq_candidates.is_empty() && is_softirq_frame(f) {
+                    self.irq_softirq = true;
+                }
+                if self.stack == StackState::IrqEntry {
+                    if is_softirq_frame(f) {
+                        self.irq_softirq = true;
+                    }
+                    self.irq_candidates.push((seq, f.to_string()));
+                    self.stack = StackState::InIrq;
+                } else if f.starts_with("asm_sysvec_") || f.starts_with("asm_common_interrupt") {
+                    self.stack = StackState::IrqEntry;
+                }
+            }
+        }
+    }
+
+    /// A line that reports a problem, with where it came and the kernel's
+    /// state; and the kernel's first problem report, from its first
+    /// problem line on ([`FIRST_REPORT`] lines).
+    fn problem_text(&mut self, seq: u64, text: &str) {
+        if !text.is_empty() && problem_re().is_match(text) {
+            self.problems.push(text.to_string());
+            self.problem_at.push((seq, timestamp(text), self.state));
+            if self.first_report.is_empty() {
+                self.first_report.push(text.to_string());
+                return;
+            }
+        }
+        if !self.first_report.is_empty() && self.first_report.len() < FIRST_REPORT {
+            self.first_report.push(text.to_string());
+        }
+    }
+
+    /// `boot`, `cmdline`, `done`: the kernel's init began, its command
+    /// line, and the end of its plan.
+    fn lifecycle_marker(&mut self, event: &str, data: String) {
+        match event {
+            "boot" => {
+                self.booted = true;
+                let m = kv(&data);
+                self.boot_uptime = m.get("uptime").and_then(|v| v.parse().ok());
+                self.nproc = m.get("nproc").and_then(|v| v.parse().ok());
+                self.kernel = m.get("kernel").cloned();
+            }
+            "cmdline" => self.cmdline = Some(data),
+            "done" => {
+                self.done = true;
+                self.done_uptime = kv(&data).get("uptime").and_then(|v| v.parse().ok());
+            }
+            _ => {}
+        }
+    }
+
+    /// `step-begin`, `step-end`, `step-timeout` at console line `seq`: a
+    /// step that loads the project's module `module` starts its code.
+    fn step_marker(&mut self, event: &str, data: &str, seq: u64, module: &str) {
+        match event {
+            "step-begin" => {
+                let (id, call) = data.split_once(' ').unwrap_or((data, ""));
+                if call.starts_with(&format!("load {module}")) || call.starts_with("loadloop") {
+                    self.state.project_code = true;
+                }
+                self.steps.push(StepResult {
                     id: id.to_string(),
                     call: call.to_string(),
                     ..Default::default()
                 });
             }
             "step-end" => {
-                let (id, rest) = data.split_once(' ').unwrap_or((&data, ""));
+                let (id, rest) = data.split_once(' ').unwrap_or((data, ""));
                 let m = kv(rest);
-                if let Some(s) = node.steps.iter_mut().rev().find(|s| s.id == id) {
+                if let Some(s) = self.steps.iter_mut().rev().find(|s| s.id == id) {
                     s.rc = m.get("rc").and_then(|v| v.parse().ok());
                     s.secs = m.get("secs").and_then(|v| v.parse().ok());
                     s.end_seq = Some(seq);
@@ -1022,11 +1120,19 @@ impl Parsed {
             }
             "step-timeout" => {
                 let id = data.split_whitespace().next().unwrap_or("");
-                if let Some(s) = node.steps.iter_mut().rev().find(|s| s.id == id) {
+                if let Some(s) = self.steps.iter_mut().rev().find(|s| s.id == id) {
                     s.timed_out = true;
                     s.end_seq.get_or_insert(seq);
                 }
             }
+            _ => {}
+        }
+    }
+
+    /// `module` (a load or unload of a module, the project's `module`
+    /// among them), `dmesg`, `modmap`, `params`.
+    fn module_marker(&mut self, event: &str, data: String, module: &str) {
+        match event {
             "module" => {
                 // guest_pvlock's code is gone once it is unloaded (or its
                 // load failed); L1's KVM keeps host_kvm's state for its
@@ -1034,164 +1140,44 @@ impl Parsed {
                 // first load on.
                 if let Some(rest) = data.strip_prefix(&format!("{module} ")) {
                     if rest.starts_with("loaded") {
-                        node.state.project_code = true;
+                        self.state.project_code = true;
                     } else if module == "guest_pvlock"
                         && (rest.starts_with("unloaded") || rest.starts_with("failed"))
                     {
-                        node.state.project_code = false;
-                        node.state.switching = false;
+                        self.state.project_code = false;
+                        self.state.switching = false;
                     }
                 }
-                node.modules.push(data)
+                self.modules.push(data)
             }
-            "dmesg" => node.dmesg.push(data),
-            "modmap" => node.modmap = parse_modmap(&data),
+            "dmesg" => self.dmesg.push(data),
+            "modmap" => self.modmap = parse_modmap(&data),
             "params" => {
                 let (m, rest) = data.split_once(' ').unwrap_or((&data, ""));
-                node.params.insert(m.to_string(), kv(rest));
+                self.params.insert(m.to_string(), kv(rest));
             }
+            _ => {}
+        }
+    }
+
+    /// `stat` (a module's statistics, JSON), `stat-error`, `info`,
+    /// `warnings` (the kernel's count), `hypercalls` (L1's counts per `l2`
+    /// step).
+    fn stats_marker(&mut self, event: &str, data: String) {
+        match event {
             "stat" => match serde_json::from_str(&data) {
-                Ok(v) => node.stats.push(v),
-                Err(e) => node.stat_errors.push(format!("bad JSON ({e}): {data}")),
+                Ok(v) => self.stats.push(v),
+                Err(e) => self.stat_errors.push(format!("bad JSON ({e}): {data}")),
             },
-            "stat-error" => node.stat_errors.push(data),
+            "stat-error" => self.stat_errors.push(data),
             "info" => {
-                node.info = data
+                self.info = data
                     .split(';')
                     .filter_map(|kv| kv.split_once(": "))
                     .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
                     .collect();
             }
-            "lt" => {
-                if node.locktorture.last().is_none_or(|l| !l.kind.is_empty()) {
-                    node.locktorture.push(Locktorture::default());
-                }
-                let lt = node.locktorture.last_mut().expect("pushed above");
-                if let Some(c) = writes_re().captures(&data) {
-                    lt.total = c[1].parse().ok();
-                    lt.max = c[2].parse().ok();
-                    lt.min = c[3].parse().ok();
-                    lt.suspicious = c.get(4).is_some();
-                    lt.fail = c[5].parse().ok();
-                }
-                if data.contains("End of test: SUCCESS") {
-                    lt.verdict = Some("SUCCESS".into());
-                } else if data.contains("End of test: FAILURE") {
-                    lt.verdict = Some("FAILURE".into());
-                }
-            }
-            "locktorture" => {
-                if node.locktorture.last().is_none_or(|l| !l.kind.is_empty()) {
-                    node.locktorture.push(Locktorture::default());
-                }
-                let lt = node.locktorture.last_mut().expect("pushed above");
-                let m = kv(&data);
-                lt.kind = m.get("type").cloned().unwrap_or_else(|| "?".into());
-                lt.writers = m.get("writers").and_then(|v| v.parse().ok()).unwrap_or(0);
-                lt.secs = m.get("secs").and_then(|v| v.parse().ok()).unwrap_or(0.0);
-                // The guest's one-line copy of the summary, for a run whose
-                // "lt" lines the kernel's console output split.
-                let num = |k: &str| m.get(k).and_then(|v| v.parse().ok());
-                if lt.total.is_none() {
-                    lt.total = num("total");
-                    lt.max = num("max");
-                    lt.min = num("min");
-                    lt.fail = num("fail");
-                    lt.suspicious = m.get("suspicious").is_some_and(|v| v == "1");
-                }
-                if lt.verdict.is_none() {
-                    lt.verdict = m.get("verdict").cloned();
-                }
-                lt.window = m
-                    .get("window")
-                    .and_then(|v| v.parse().ok())
-                    .filter(|w: &f64| *w > 0.0);
-                let secs = lt.window.unwrap_or(lt.secs);
-                if let (Some(t), true) = (lt.total, secs > 0.0) {
-                    lt.per_sec = Some(t as f64 / secs);
-                }
-                if m.contains_key("error") || data.starts_with("error=") {
-                    node.errors.push(format!("locktorture: {data}"));
-                }
-            }
-            "loadloop" => node.loadloops.push(kv(&data)),
-            "cpus" => node.cpus.push(kv(&data)),
-            "barrier-passed" => {
-                let mut m = kv(&data);
-                if let Some(name) = data.split_whitespace().next() {
-                    m.insert("name".into(), name.into());
-                }
-                node.barriers.push(m);
-            }
-            // A guest that never reached the barrier, or no port to wait on:
-            // the guests' measurements did not start together.
-            "barrier-error" => node.errors.push(format!("barrier: {data}")),
-            "await" => node.awaits.push(kv(&data)),
-            // The lock did not reach the state in time.
-            "await-error" => node.errors.push(format!("await_lock: {data}")),
-            "hotplug" => node.hotplug.push(kv(&data)),
-            "hackbench" => {
-                let m = kv(&data);
-                let num = |k: &str| m.get(k).and_then(|v| v.parse().ok());
-                let error = data.split_once("error=").map(|(_, e)| e.to_string());
-                let hb = Hackbench {
-                    groups: num("groups").unwrap_or(0),
-                    loops: num("loops").unwrap_or(0),
-                    time: if error.is_none() {
-                        m.get("time").and_then(|v| v.parse().ok())
-                    } else {
-                        None
-                    },
-                    rc: m.get("rc").and_then(|v| v.parse().ok()),
-                    secs: m.get("secs").and_then(|v| v.parse().ok()),
-                    timed_out: error.as_deref() == Some("timeout"),
-                    error,
-                };
-                if let Some(e) = &hb.error {
-                    node.errors.push(format!("hackbench: {e}"));
-                } else if hb.time.is_none() {
-                    node.errors.push(format!("hackbench: no time in '{data}'"));
-                }
-                node.hackbench.push(hb);
-            }
-            "stressng" => {
-                let m = kv(&data);
-                let num = |k: &str| m.get(k).and_then(|v| v.parse().ok());
-                let error = data.split_once("error=").map(|(_, e)| e.to_string());
-                let sn = StressNg {
-                    stressors: m
-                        .get("stressors")
-                        .map(|v| v.split(',').map(str::to_string).collect())
-                        .unwrap_or_default(),
-                    instances: num("instances").unwrap_or(0),
-                    duration: num("duration").unwrap_or(0),
-                    ops_per_sec: if error.is_none() {
-                        m.get("ops_per_sec").and_then(|v| v.parse().ok())
-                    } else {
-                        None
-                    },
-                    rates: m
-                        .get("rates")
-                        .map(|v| {
-                            v.split(',')
-                                .filter_map(|p| p.split_once(':'))
-                                .filter_map(|(k, r)| Some((k.to_string(), r.parse().ok()?)))
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                    rc: m.get("rc").and_then(|v| v.parse().ok()),
-                    secs: m.get("secs").and_then(|v| v.parse().ok()),
-                    timed_out: error.as_deref() == Some("timeout"),
-                    error,
-                };
-                if let Some(e) = &sn.error {
-                    node.errors.push(format!("stressng: {e}"));
-                } else if sn.ops_per_sec.is_none() {
-                    node.errors.push(format!("stressng: no rate in '{data}'"));
-                }
-                node.stressng.push(sn);
-            }
-            "warnings" => node.warnings = kv(&data).get("count").and_then(|v| v.parse().ok()),
+            "warnings" => self.warnings = kv(&data).get("count").and_then(|v| v.parse().ok()),
             "hypercalls" => {
                 let mut w = data.split_whitespace();
                 let step = w.next().unwrap_or("l2").to_string();
@@ -1199,26 +1185,189 @@ impl Parsed {
                     .filter_map(|p| p.split_once(':'))
                     .filter_map(|(nr, c)| Some((nr.to_string(), c.parse().ok()?)))
                     .collect();
-                node.hypercalls.insert(step, counts);
+                self.hypercalls.insert(step, counts);
             }
+            _ => {}
+        }
+    }
+
+    /// The locktorture run that the next `lt` or `locktorture` marker
+    /// belongs to: a new one once the last has its `locktorture` line.
+    fn open_locktorture(&mut self) -> &mut Locktorture {
+        if self.locktorture.last().is_none_or(|l| !l.kind.is_empty()) {
+            self.locktorture.push(Locktorture::default());
+        }
+        self.locktorture.last_mut().expect("pushed above")
+    }
+
+    /// `lt`: a line of locktorture's own output (its summary, its verdict).
+    fn lt_marker(&mut self, data: &str) {
+        let lt = self.open_locktorture();
+        if let Some(c) = writes_re().captures(data) {
+            lt.total = c[1].parse().ok();
+            lt.max = c[2].parse().ok();
+            lt.min = c[3].parse().ok();
+            lt.suspicious = c.get(4).is_some();
+            lt.fail = c[5].parse().ok();
+        }
+        if data.contains("End of test: SUCCESS") {
+            lt.verdict = Some("SUCCESS".into());
+        } else if data.contains("End of test: FAILURE") {
+            lt.verdict = Some("FAILURE".into());
+        }
+    }
+
+    /// `locktorture`: the guest's record of a run, which ends it.
+    fn locktorture_marker(&mut self, data: &str) {
+        let lt = self.open_locktorture();
+        let m = kv(data);
+        lt.kind = m.get("type").cloned().unwrap_or_else(|| "?".into());
+        lt.writers = m.get("writers").and_then(|v| v.parse().ok()).unwrap_or(0);
+        lt.secs = m.get("secs").and_then(|v| v.parse().ok()).unwrap_or(0.0);
+        // The guest's one-line copy of the summary, for a run whose
+        // "lt" lines the kernel's console output split.
+        let num = |k: &str| m.get(k).and_then(|v| v.parse().ok());
+        if lt.total.is_none() {
+            lt.total = num("total");
+            lt.max = num("max");
+            lt.min = num("min");
+            lt.fail = num("fail");
+            lt.suspicious = m.get("suspicious").is_some_and(|v| v == "1");
+        }
+        if lt.verdict.is_none() {
+            lt.verdict = m.get("verdict").cloned();
+        }
+        lt.window = m
+            .get("window")
+            .and_then(|v| v.parse().ok())
+            .filter(|w: &f64| *w > 0.0);
+        let secs = lt.window.unwrap_or(lt.secs);
+        if let (Some(t), true) = (lt.total, secs > 0.0) {
+            lt.per_sec = Some(t as f64 / secs);
+        }
+        if m.contains_key("error") || data.starts_with("error=") {
+            self.errors.push(format!("locktorture: {data}"));
+        }
+    }
+
+    /// `hackbench`: one run's result, or what went wrong.
+    fn hackbench_marker(&mut self, data: &str) {
+        let m = kv(data);
+        let num = |k: &str| m.get(k).and_then(|v| v.parse().ok());
+        let error = data.split_once("error=").map(|(_, e)| e.to_string());
+        let hb = Hackbench {
+            groups: num("groups").unwrap_or(0),
+            loops: num("loops").unwrap_or(0),
+            time: if error.is_none() {
+                m.get("time").and_then(|v| v.parse().ok())
+            } else {
+                None
+            },
+            rc: m.get("rc").and_then(|v| v.parse().ok()),
+            secs: m.get("secs").and_then(|v| v.parse().ok()),
+            timed_out: error.as_deref() == Some("timeout"),
+            error,
+        };
+        if let Some(e) = &hb.error {
+            self.errors.push(format!("hackbench: {e}"));
+        } else if hb.time.is_none() {
+            self.errors.push(format!("hackbench: no time in '{data}'"));
+        }
+        self.hackbench.push(hb);
+    }
+
+    /// `stressng`: one run's result, or what went wrong.
+    fn stressng_marker(&mut self, data: &str) {
+        let m = kv(data);
+        let num = |k: &str| m.get(k).and_then(|v| v.parse().ok());
+        let error = data.split_once("error=").map(|(_, e)| e.to_string());
+        let sn = StressNg {
+            stressors: m
+                .get("stressors")
+                .map(|v| v.split(',').map(str::to_string).collect())
+                .unwrap_or_default(),
+            instances: num("instances").unwrap_or(0),
+            duration: num("duration").unwrap_or(0),
+            ops_per_sec: if error.is_none() {
+                m.get("ops_per_sec").and_then(|v| v.parse().ok())
+            } else {
+                None
+            },
+            rates: m
+                .get("rates")
+                .map(|v| {
+                    v.split(',')
+                        .filter_map(|p| p.split_once(':'))
+                        .filter_map(|(k, r)| Some((k.to_string(), r.parse().ok()?)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            rc: m.get("rc").and_then(|v| v.parse().ok()),
+            secs: m.get("secs").and_then(|v| v.parse().ok()),
+            timed_out: error.as_deref() == Some("timeout"),
+            error,
+        };
+        if let Some(e) = &sn.error {
+            self.errors.push(format!("stressng: {e}"));
+        } else if sn.ops_per_sec.is_none() {
+            self.errors.push(format!("stressng: no rate in '{data}'"));
+        }
+        self.stressng.push(sn);
+    }
+
+    /// `loadloop`, `cpus`, `hotplug`: results of the steps that load the
+    /// module in a loop, bring CPUs online, and take them off and on.
+    fn cpus_marker(&mut self, event: &str, data: &str) {
+        match event {
+            "loadloop" => self.loadloops.push(kv(data)),
+            "cpus" => self.cpus.push(kv(data)),
+            "hotplug" => self.hotplug.push(kv(data)),
+            _ => {}
+        }
+    }
+
+    /// `barrier-passed`, `barrier-error`, `await`, `await-error`: the
+    /// steps that wait for the other guests or for a lock's state.
+    fn sync_marker(&mut self, event: &str, data: &str) {
+        match event {
+            "barrier-passed" => {
+                let mut m = kv(data);
+                if let Some(name) = data.split_whitespace().next() {
+                    m.insert("name".into(), name.into());
+                }
+                self.barriers.push(m);
+            }
+            // A guest that never reached the barrier, or no port to wait on:
+            // the guests' measurements did not start together.
+            "barrier-error" => self.errors.push(format!("barrier: {data}")),
+            "await" => self.awaits.push(kv(data)),
+            // The lock did not reach the state in time.
+            "await-error" => self.errors.push(format!("await_lock: {data}")),
+            _ => {}
+        }
+    }
+
+    /// `kvmtest` (pvlock-kvmtest's output, its `@@KVMTEST` lines by
+    /// case), `out` (a program's output), `error`, `l2-shutdown-exit`
+    /// (L1's trace of a guest's triple fault).
+    fn output_marker(&mut self, event: &str, data: String) {
+        match event {
             "kvmtest" => {
                 if let Some(rest) = data.strip_prefix("@@KVMTEST ") {
                     let m = kv(rest);
                     if let Some(case) = m.get("case") {
-                        node.kvmtest_cases.insert(case.clone(), m);
+                        self.kvmtest_cases.insert(case.clone(), m);
                     } else if rest.starts_with("summary") {
-                        node.kvmtest_cases.insert("summary".into(), m);
+                        self.kvmtest_cases.insert("summary".into(), m);
                     }
                 }
-                node.kvmtest.push(data);
+                self.kvmtest.push(data);
             }
-            "out" => node.out.push(data),
-            "error" => node.errors.push(data),
-            "l2-shutdown-exit" => node.shutdown_exits.push(data),
+            "out" => self.out.push(data),
+            "error" => self.errors.push(data),
+            "l2-shutdown-exit" => self.shutdown_exits.push(data),
             _ => {}
         }
-        let added = node.errors.len() - errors;
-        node.error_seqs.extend(std::iter::repeat_n(seq, added));
     }
 }
 
@@ -1313,8 +1462,8 @@ mod tests {
 
     #[test]
     fn summary_line_stands_in_for_split_lt_lines() {
-        // As seen: the kernel's own "End of test" line landed inside the
-        // guest's echo of the Writes line.
+        // The kernel's own "End of test" line landed inside the guest's
+        // echo of the Writes line.
         let p = parse([
             "[g-1] @@PV L2.g-1 step-begin lt1 locktorture spin_lock 8 60",
             "[g-1] [   72.332591] Writes:  Total: 26284561  Max/Min: 3920091/2097268   Fail: 0 ",
@@ -1345,9 +1494,9 @@ mod tests {
 
     #[test]
     fn stat_line_cut_by_a_kernel_message_is_joined() {
-        // As seen (host-unload, CI on 2026-12-02): the L2's power-off message
-        // landed inside its pvlock-stat line, whose rest came on the next
-        // line; the check then found no statistics.
+        // The L2's power-off message landed inside its pvlock-stat line,
+        // whose rest came on the next line; unjoined, a check finds no
+        // statistics.
         let p = parse([
             r#"[g-1] @@PV L2.g-1 stat {"dirs":{"guest":{"counters":{"mode_changes":1},"histograms":{"histo_blocked":{"unit":"ns","buckets":[0[   52.561346] ACPI: PM: Preparing to enter system sleep state S5"#,
             "[g-1] ,0,6,20]}}}}}",
@@ -1381,8 +1530,8 @@ mod tests {
 
     #[test]
     fn any_marker_cut_by_a_kernel_message_is_joined() {
-        // As seen (pvlock-hotplug, CI on 2026-12-03): a locktorture message
-        // landed inside the hotplug marker, and the check found no rounds.
+        // A locktorture message landed inside the hotplug marker;
+        // unjoined, a check finds no rounds.
         let p = parse([
             "[g-1] @@PV L2.g-1 hotp[   20.195176] torture_spin_lock_write_delay: delay = 27 jiffies.",
             "[g-1] lug rounds=6 ok=6 busy=10 online=4",
@@ -1392,8 +1541,8 @@ mod tests {
         assert_eq!(g.hotplug.len(), 1);
         assert_eq!(g.hotplug[0]["rounds"], "6");
         assert_eq!(g.hotplug[0]["online"], "4");
-        // As seen (pvlock-bench, 2026-12-03): the power-down lines cut a
-        // done marker three times, the name included.
+        // The power-down lines cut a done marker three times, the name
+        // included.
         let q = parse([
             "[hostkvm-1] @@PV L2.host[   24.583591] ACPI: PM: Preparing to enter system sleep state S5",
             "[hostkvm-1] kvm-1 done rc=0 [   24.610908] reboot: Power down",

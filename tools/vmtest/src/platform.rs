@@ -174,10 +174,10 @@ impl Judgement {
 /// Page faults that recurse in the exception entry itself until the stack
 /// runs out (`stack guard page was hit`, `#DF` or task stack, with the
 /// faulting RIP in the entry code): the entry code is fixed, the TLB under
-/// it is nested TCG's. Seen in L1 and in L2s with and without pvlock; but
-/// the real hang of an L2 with HLT exits disabled and guest_pvlock
-/// installed ended in exactly these lines, so only a kernel that runs no
-/// project code counts.
+/// it is nested TCG's. It comes in L1 and in L2s with and without pvlock;
+/// but a real hang of an L2 with HLT exits disabled and guest_pvlock
+/// installed ends in exactly these lines, so in an L2 only a kernel that
+/// runs no project code counts (in L1, see [`crash_signature`]).
 fn entry_fault_recursion<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) -> bool {
     lines
         .clone()
@@ -199,11 +199,13 @@ fn entry_fault_recursion<'a>(mut lines: impl Iterator<Item = &'a String> + Clone
 /// 04 25`, before the faulting one in the `Code:` dump), as NULL (RAX 0, a
 /// fault on a small address), in a report that names the task running on
 /// that CPU (`CPU: 1 ... PID: 139 Comm: ...`): the oops code read the same
-/// `current` through GS a moment later to print it. Entry from kernel mode does not touch GS (no `swapgs`), and no
-/// code of the project's writes the GS base or per-CPU `current`: the vCPU
-/// ran with a GS base that was not its own. Seen in L2s with guest_pvlock,
-/// in the entry right after a kick hypercall returned, and in an L2 whose
-/// L1 crashed at the same moment (nested TCG's world switch).
+/// `current` through GS a moment later to print it. Entry from kernel mode
+/// does not touch GS (no `swapgs`), and no code of the project's writes
+/// the GS base or per-CPU `current`: the vCPU ran with a GS base that was
+/// not its own. It comes in L2s with guest_pvlock, in the entry right
+/// after a kick hypercall returned, as in an L2 whose L1 crashes at the
+/// same moment (nested TCG's world switch), so it counts whatever is
+/// loaded.
 fn lost_gs_base<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) -> bool {
     let gs_load_before_fault = |l: &&String| {
         l.split_once("Code: ").is_some_and(|(_, c)| {
@@ -241,9 +243,10 @@ fn lost_gs_base<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) -> bool
 /// and the final byte last, then serialises every CPU with an IPI before it
 /// drops its `int3` handler's record; on an x86 CPU no CPU can execute the
 /// old `int3` after that. Nested TCG does: it runs a stale translation of
-/// the patched code. Seen with the kernel's own tracepoint patching in L2s
-/// without pvlock (tests/platform/textpoke-native.toml). A bug in the
-/// project's lock-op switching looks the same, so not during a switch.
+/// the patched code, with the kernel's own tracepoint patching in L2s
+/// without pvlock too (tests/platform/textpoke-native.toml reproduces it).
+/// A bug in the project's lock-op switching looks the same, so not during
+/// a switch.
 fn stale_int3<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) -> bool {
     let stale = |l: &&String| {
         let Some((_, code)) = l.split_once("Code: ") else {
@@ -261,7 +264,7 @@ fn stale_int3<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) -> bool {
 
 /// A jump to address 0 taken from the idle loop's halt (the interrupted
 /// context is `default_idle`/`do_idle`, no frame of the project's on the
-/// stack): seen in L1 and L2 at once under nested TCG.
+/// stack): nested TCG does it, in L1 and an L2 at once.
 fn idle_jump_to_zero<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) -> bool {
     // A frame (or RIP) of the project's code in the report.
     let project = |l: &&String| {
@@ -388,13 +391,12 @@ fn soft_lockups_wait_for_silent(n: &Node) -> bool {
 /// vCPU answered no NMI: an NMI reaches a vCPU whatever the guest runs on
 /// it (halted, spinning, interrupts off), unless it is already inside an
 /// NMI handler: an NMI ends a `HLT` whatever the guest waits for, a lost
-/// kick included. So L1 did not run that vCPU. Seen in L2s without any
+/// kick included. So L1 did not run that vCPU. It comes in L2s without any
 /// project code (an idle vCPU that an IPI never woke; CPUs spinning for a
-/// TLB-flush IPI to a vCPU that never answered, upstream-pv on
-/// 2026-12-02) as with it. A CPU waiting for an IPI counts only when the
-/// CPU it waits for is one that answered no NMI. A report whose CPUs all
-/// answered shows their stacks and stays a failure, as does any oops,
-/// warning or lockup report.
+/// TLB-flush IPI to a vCPU that never answered) as in L2s with it. A CPU
+/// waiting for an IPI counts only when the CPU it waits for is one that
+/// answered no NMI. A report whose CPUs all answered shows their stacks
+/// and stays a failure, as does any oops, warning or lockup report.
 fn vcpu_stopped_running(n: &Node) -> bool {
     const REAL: [&str; 7] = [
         "BUG:",
@@ -465,9 +467,9 @@ const NMI_OFFSET: u64 = 1 << 28;
 /// crashed in its exception entry (page faults recursing into the stack
 /// guard page) at the same time: the NMI was left without its exit path,
 /// which no code of the project's runs in (host_kvm has no NMI handler,
-/// and KVM's pvlock hooks run in vCPU threads). Seen in CI on 2026-12-02
-/// with no project code in L1 or L2 (nopvspin), L1 then reporting the L2's
-/// fault address in its own CR2. Returns the sequence number of the report.
+/// and KVM's pvlock hooks run in vCPU threads). It comes with no project
+/// code in L1 or L2 too, L1 then reporting the L2's fault address in its
+/// own CR2. Returns the sequence number of the report.
 fn lost_nmi_exit(p: &Parsed, l1: &Node) -> Option<u64> {
     let seq = l1.problems.iter().zip(&l1.problem_at).find_map(|(l, at)| {
         let count = l
@@ -501,7 +503,7 @@ fn is_crash(l: &str) -> bool {
 /// The first interrupt taken inside a hardirq handler that interrupted
 /// code other than the project's. Hardirq handlers run with interrupts
 /// off; an interrupt delivered there anyway deadlocks on whatever lock the
-/// handler held (seen: `hrtimer_interrupt` holding its base lock, taken
+/// handler held (`hrtimer_interrupt`, say, holding its base lock, taken
 /// again by the timer interrupt nested in it). Project code that enabled
 /// interrupts would be the interrupted frame.
 fn irq_in_irq(n: &Node) -> Option<&(u64, String)> {
@@ -676,9 +678,9 @@ fn crash_signature(name: &str, n: &Node) -> Option<Event> {
             ),
         );
     }
-    // A 64-bit kernel never runs with code segment 0: a register state
-    // zeroed under it (seen only under nested TCG, with no pvlock code
-    // involved).
+    // A 64-bit kernel never runs with code segment 0: its register state
+    // was zeroed under it, which nested TCG does; counted only with no
+    // project code loaded.
     if lines().any(|l| l.contains("RIP: 0000:0x0")) {
         let i = anchor(n, |l| l.contains("BUG:"));
         if state_at(n, i).project_code {
@@ -826,47 +828,35 @@ fn silent_kernel(name: &str, n: &Node) -> Option<Event> {
     }
 }
 
-/// The platform events of an attempt, L1's first.
+/// The platform events of an attempt, L1's first, then each L2's in the
+/// scenario's order.
 pub fn events(s: &Scenario, p: &Parsed, end: &RunEnd) -> Vec<Event> {
-    let mut v = Vec::new();
+    let mut v = l1_events(p, end);
     let stalled = end.stalled.as_deref();
-    if let Some(l1) = p.nodes.get("l1") {
-        if stalled == Some("l1") {
-            v.extend(silent_kernel("l1", l1));
-        }
-        if !l1.done {
-            v.extend(crash_signature("l1", l1));
-            // RCU stall reports from L1 before its init ran: no guest, no
-            // host_kvm, nothing of the project had run in it (the KVM
-            // patches act for guests only), so its vCPUs starved under TCG
-            // (seen once in CI, 2026-12-04: a stall at 21.9 s, before init).
-            if l1_starved_before_init(p, l1) {
-                v.push(Event {
-                    kernel: "l1".into(),
-                    signature: Signature::StarvedRcuStall,
-                    why:
-                        "l1: RCU stall before its init ran, no project code (vCPU starvation, TCG)"
-                            .into(),
-                    since: l1.problem_at.first().map_or(l1.last_seq, |p| p.0),
-                    problems: true,
-                });
-            }
-            // QEMU ends with status 0 on a reset (-no-reboot): L1 reset
-            // itself with no oops, panic or warning first, i.e. a triple
-            // fault that no kernel code reported (oops=panic makes every
-            // kernel fault loud).
-            if l1.booted && l1.problems.is_empty() && end.qemu_status == Some(0) {
-                v.push(Event {
-                    kernel: "l1".into(),
-                    signature: Signature::L1Reset,
-                    why: "l1: QEMU exited cleanly in the middle of the plan with no kernel message (a reset; nested TCG)".into(),
-                    since: l1.last_seq,
-                    problems: false,
-                });
-            }
-        }
+    for name in s.l2_instances() {
+        let Some(n) = p.nodes.get(&name) else {
+            continue;
+        };
+        v.extend(l2_events(p, &name, n, stalled == Some(name.as_str())));
     }
-    if let Some((since, cpu)) = p.nodes.get("l1").and_then(l1_stuck_in_guest) {
+    v
+}
+
+/// L1's platform events: it went silent or did not finish
+/// ([`l1_unfinished`]), one of its CPUs stuck in guest mode, an NMI's exit
+/// lost beside its guest's crash.
+fn l1_events(p: &Parsed, end: &RunEnd) -> Vec<Event> {
+    let mut v = Vec::new();
+    let Some(l1) = p.nodes.get("l1") else {
+        return v;
+    };
+    if end.stalled.as_deref() == Some("l1") {
+        v.extend(silent_kernel("l1", l1));
+    }
+    if !l1.done {
+        v.extend(l1_unfinished(p, l1, end));
+    }
+    if let Some((since, cpu)) = l1_stuck_in_guest(l1) {
         v.push(Event {
             kernel: "l1".into(),
             signature: Signature::L1StuckInGuest,
@@ -877,7 +867,7 @@ pub fn events(s: &Scenario, p: &Parsed, end: &RunEnd) -> Vec<Event> {
             problems: true,
         });
     }
-    if let Some(since) = p.nodes.get("l1").and_then(|l1| lost_nmi_exit(p, l1)) {
+    if let Some(since) = lost_nmi_exit(p, l1) {
         v.push(Event {
             kernel: "l1".into(),
             signature: Signature::LostNmiExit,
@@ -886,92 +876,136 @@ pub fn events(s: &Scenario, p: &Parsed, end: &RunEnd) -> Vec<Event> {
             problems: true,
         });
     }
-    for name in s.l2_instances() {
-        let Some(n) = p.nodes.get(&name) else {
-            continue;
-        };
-        if stalled == Some(name.as_str()) {
-            v.extend(silent_kernel(&name, n));
-        }
-        // A vCPU that L1 did not run makes problem reports that stay in
-        // the log whether or not the guest got over it and finished.
-        if vcpu_stopped_running(n) {
-            v.push(Event {
-                kernel: name.clone(),
-                signature: Signature::VcpuNotRun,
-                why: format!(
-                    "{name}: RCU stall or IPI wait with a vCPU that answered no NMI for 10 s, or answered it {} s late outside the project's code or while L1 kept it off its CPUs, so L1 did not run it (nested TCG); {}; {}",
-                    crate::console::NMI_LATE_SECS,
-                    not_run_reports(n)[0].trim(),
-                    runq_note(n, &silent_cpus(n))
-                ),
-                since: n.problem_at.first().map(|p| p.0).unwrap_or(n.last_seq),
-                problems: true,
-            });
-        }
-        if n.done {
-            continue;
-        }
-        // RCU stall reports (or a CPU waiting on an IPI that a starved
-        // vCPU does not answer) from a guest that runs no project code: its
-        // vCPUs starved under nested TCG (seen during boot). With
-        // guest_pvlock loaded they are never the platform's.
-        if !n.problems.is_empty()
-            && !state_at(n, 0).project_code
-            && n.problems
-                .iter()
-                .all(|l| l.contains("rcu") || l.contains("csd: Detected non-responsive"))
-        {
-            v.push(Event {
-                kernel: name.clone(),
-                signature: Signature::StarvedRcuStall,
-                why: format!(
-                    "{name}: RCU stall with no guest_pvlock loaded (vCPU starvation, nested TCG)"
-                ),
-                since: n.problem_at.first().map_or(n.last_seq, |p| p.0),
-                problems: true,
-            });
-        }
-        v.extend(crash_signature(&name, n));
-        // (Not when QEMU said a signal ended it: L1 stopped it at its
-        // step's bound, and QEMU exits with 0 then too.)
-        if n.problems.is_empty() && n.exit_rc == Some(0) && n.killed.is_none() {
-            // L1 traced the triple fault (shown for the record; with
-            // several guests the trace does not say whose it was).
-            let seen = p
-                .nodes
-                .get("l1")
-                .and_then(|l1| l1.shutdown_exits.iter().find_map(|l| describe_shutdown(l)))
-                .map(|d| format!("; KVM in L1: {d}"))
-                .unwrap_or_default();
-            v.push(Event {
-                kernel: name.clone(),
-                signature: Signature::L2Reset,
-                why: format!(
-                    "{name}: QEMU exited cleanly in the middle of the plan with no kernel message (nested TCG){seen}"
-                ),
-                since: n.last_seq,
-                problems: false,
-            });
-        } else if !n.booted && n.exit_rc.is_some() {
-            // A guest that failed before its init ran none of the
-            // project's code but the kernel's own patches, which would fail
-            // every attempt alike: a failure that comes and goes there is
-            // the platform's. A crash (oops, BUG) there is part of it; a
-            // panic without one (no init, no root) is the configuration's.
-            // (A guest that L1 did not see end was cut short by L1's end
-            // or the harness's: no event of its own.)
-            let crashed = n.problems.iter().any(|l| is_crash(l));
-            v.push(Event {
-                kernel: name.clone(),
-                signature: Signature::BootFailure,
-                why: format!("{name}: failed while booting, before any step (nested TCG)"),
-                since: n.problem_at.first().map(|p| p.0).unwrap_or(n.last_seq),
-                problems: crashed,
-            });
-        }
+    v
+}
+
+/// The events of an L1 that did not finish its plan: a crash only nested
+/// TCG causes, RCU stalls before its init ran, a reset with no message.
+fn l1_unfinished(p: &Parsed, l1: &Node, end: &RunEnd) -> Vec<Event> {
+    let mut v = Vec::new();
+    v.extend(crash_signature("l1", l1));
+    // RCU stall reports from L1 before its init ran: no guest, no
+    // host_kvm, nothing of the project had run in it (the KVM patches act
+    // for guests only), so its vCPUs starved under TCG.
+    if l1_starved_before_init(p, l1) {
+        v.push(Event {
+            kernel: "l1".into(),
+            signature: Signature::StarvedRcuStall,
+            why: "l1: RCU stall before its init ran, no project code (vCPU starvation, TCG)".into(),
+            since: l1.problem_at.first().map_or(l1.last_seq, |p| p.0),
+            problems: true,
+        });
+    }
+    // QEMU ends with status 0 on a reset (-no-reboot): L1 reset itself
+    // with no oops, panic or warning first, i.e. a triple fault that no
+    // kernel code reported (oops=panic makes every kernel fault loud).
+    if l1.booted && l1.problems.is_empty() && end.qemu_status == Some(0) {
+        v.push(Event {
+            kernel: "l1".into(),
+            signature: Signature::L1Reset,
+            why: "l1: QEMU exited cleanly in the middle of the plan with no kernel message (a reset; nested TCG)".into(),
+            since: l1.last_seq,
+            problems: false,
+        });
     }
     v
+}
+
+/// The platform events of L2 `name` (`stalled`: the one the watchdog
+/// stopped the run for): it went silent, a vCPU that L1 did not run, and,
+/// if it did not finish, starvation, a crash only nested TCG causes, or an
+/// end with no message ([`l2_vanished`]).
+fn l2_events(p: &Parsed, name: &str, n: &Node, stalled: bool) -> Vec<Event> {
+    let mut v = Vec::new();
+    if stalled {
+        v.extend(silent_kernel(name, n));
+    }
+    // A vCPU that L1 did not run makes problem reports that stay in the
+    // log whether or not the guest got over it and finished.
+    if vcpu_stopped_running(n) {
+        v.push(Event {
+            kernel: name.to_string(),
+            signature: Signature::VcpuNotRun,
+            why: format!(
+                "{name}: RCU stall or IPI wait with a vCPU that answered no NMI for 10 s, or answered it {} s late outside the project's code or while L1 kept it off its CPUs, so L1 did not run it (nested TCG); {}; {}",
+                crate::console::NMI_LATE_SECS,
+                not_run_reports(n)[0].trim(),
+                runq_note(n, &silent_cpus(n))
+            ),
+            since: n.problem_at.first().map(|p| p.0).unwrap_or(n.last_seq),
+            problems: true,
+        });
+    }
+    if n.done {
+        return v;
+    }
+    // RCU stall reports (or a CPU waiting on an IPI that a starved vCPU
+    // does not answer) from a guest that runs no project code: its vCPUs
+    // starved under nested TCG (a guest still booting, say). With
+    // guest_pvlock loaded they are never the platform's.
+    if !n.problems.is_empty()
+        && !state_at(n, 0).project_code
+        && n.problems
+            .iter()
+            .all(|l| l.contains("rcu") || l.contains("csd: Detected non-responsive"))
+    {
+        v.push(Event {
+            kernel: name.to_string(),
+            signature: Signature::StarvedRcuStall,
+            why: format!(
+                "{name}: RCU stall with no guest_pvlock loaded (vCPU starvation, nested TCG)"
+            ),
+            since: n.problem_at.first().map_or(n.last_seq, |p| p.0),
+            problems: true,
+        });
+    }
+    v.extend(crash_signature(name, n));
+    v.extend(l2_vanished(p, name, n));
+    v
+}
+
+/// An unfinished L2 whose QEMU exited with no kernel message (a reset), or
+/// that failed before its init ran.
+fn l2_vanished(p: &Parsed, name: &str, n: &Node) -> Option<Event> {
+    // (Not when QEMU said a signal ended it: L1 stopped it at its step's
+    // bound, and QEMU exits with 0 then too.)
+    if n.problems.is_empty() && n.exit_rc == Some(0) && n.killed.is_none() {
+        // L1 traced the triple fault (shown for the record; with several
+        // guests the trace does not say whose it was).
+        let seen = p
+            .nodes
+            .get("l1")
+            .and_then(|l1| l1.shutdown_exits.iter().find_map(|l| describe_shutdown(l)))
+            .map(|d| format!("; KVM in L1: {d}"))
+            .unwrap_or_default();
+        Some(Event {
+            kernel: name.to_string(),
+            signature: Signature::L2Reset,
+            why: format!(
+                "{name}: QEMU exited cleanly in the middle of the plan with no kernel message (nested TCG){seen}"
+            ),
+            since: n.last_seq,
+            problems: false,
+        })
+    } else if !n.booted && n.exit_rc.is_some() {
+        // A guest that failed before its init ran none of the project's
+        // code but the kernel's own patches, which would fail every
+        // attempt alike: a failure that comes and goes there is the
+        // platform's. A crash (oops, BUG) there is part of it; a panic
+        // without one (no init, no root) is the configuration's. (A guest
+        // that L1 did not see end was cut short by L1's end or the
+        // harness's: no event of its own.)
+        let crashed = n.problems.iter().any(|l| is_crash(l));
+        Some(Event {
+            kernel: name.to_string(),
+            signature: Signature::BootFailure,
+            why: format!("{name}: failed while booting, before any step (nested TCG)"),
+            since: n.problem_at.first().map(|p| p.0).unwrap_or(n.last_seq),
+            problems: crashed,
+        })
+    } else {
+        None
+    }
 }
 
 /// How long before L1's platform crash began an L2's problems count as
@@ -997,9 +1031,9 @@ fn no_project_frame_near(p: &Parsed, kernel: &str, seq: u64) -> bool {
 /// With L1's [`Signature::LostNmiExit`] beside it, that is one platform
 /// event in both kernels: L1's NMI lost its exit path while its guest's
 /// address space went wrong (L1 then showed the guest's fault address in
-/// its own CR2). A guest that hung first (a lost wake-up) reports a stall
-/// or gets the harness's NMI before such a crash (seen: broken-dropped-kick,
-/// CI on 2026-12-01), and stays real.
+/// its own CR2). A guest that hung first (a lost wake-up, as in
+/// broken-dropped-kick) reports a stall or gets the harness's NMI before
+/// such a crash, and stays real.
 fn entry_crash_out_of_the_blue(p: &Parsed, kernel: &str) -> bool {
     p.nodes.get(kernel).is_some_and(|n| {
         n.nmi.injected == 0
@@ -1050,7 +1084,7 @@ fn explained(f: &Failure, events: &[Event], p: &Parsed, end: &RunEnd) -> bool {
         // where it began: a problem in another kernel, or before the
         // event, is not. But an L2 runs on L1's vCPUs: when L1 crashed for
         // the platform, an L2's problems from the seconds before on are
-        // the same event's (seen: the guest's CPU 1 and L1's CPU 1
+        // the same event's (the guest's CPU 1 and L1's CPU 1, say,
         // crashing out of their idle loops a second apart).
         Kind::KernelProblem => p.nodes.get(kernel).is_some_and(|n| {
             n.problem_at.iter().all(|(seq, _, _)| {
@@ -1143,6 +1177,10 @@ pub fn describe_shutdown(line: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    //! Most consoles below are real ones, cut down to what a rule reads;
+    //! the runs they came from are listed in
+    //! Documentation/pvlock/log/testing-2026-12.rst.
+
     use super::*;
     use crate::judge::{judge, reasons};
     use regex::Regex;
@@ -1608,9 +1646,9 @@ steps = [
 
     #[test]
     fn a_late_nmi_answer_from_the_idle_loop_is_a_vcpu_not_run() {
-        // pvlock-loadloop in CI, 2026-12-04: CPU 2 (loading guest_pvlock)
-        // waited 5 s for an IPI to CPU 0, halted in the idle loop, which
-        // answered the backtrace NMI 5.5 s after it was sent.
+        // CPU 2 (loading guest_pvlock) waits 5 s for an IPI to CPU 0,
+        // halted in the idle loop, which answers the backtrace NMI 5.5 s
+        // after it was sent.
         let s = scenario(PVLOCK);
         let report = |answered: &str, rip: &str| {
             let mut q = in_locktorture();
@@ -1661,10 +1699,10 @@ steps = [
 
     #[test]
     fn a_late_nmi_answer_in_a_lock_wait_needs_l1s_run_queue_record() {
-        // pvlock-hlt-in-guest in CI, 2026-12-04: CPU 0 waited 5 s for an
-        // IPI to CPU 1, which sat in guest_pvlock's lock wait with
-        // interrupts off (spin_lock_irq) and answered the backtrace NMI
-        // 6.7 s after it was sent, in that wait. Alone that is a failure
+        // CPU 0 waits 5 s for an IPI to CPU 1, which sits in
+        // guest_pvlock's lock wait with interrupts off (spin_lock_irq) and
+        // answers the backtrace NMI 6.7 s after it was sent, in that
+        // wait. Alone that is a failure
         // (the host half could have kept it halted); with L1's record of
         // a stretch on its run queue that covers the delay, L1 did not run
         // it.
@@ -1731,10 +1769,10 @@ steps = [
 
     #[test]
     fn a_guest_that_l1_ended_at_its_bound_did_not_reset() {
-        // broken-dropped-kick in CI, 2026-12-04: a writer waited for good
-        // with interrupts off, the others stole the lock and went on, no
-        // detector spoke, and the guest's own step timeout never fired;
-        // L1's `timeout` ended QEMU (status 0) at the l2 step's bound.
+        // A dropped kick: a writer waits for good with interrupts off, the
+        // others steal the lock and go on, no detector speaks, and the
+        // guest's own step timeout never fires; L1's `timeout` ends QEMU
+        // (status 0) at the l2 step's bound.
         let s = scenario(PVLOCK);
         let mut p = in_locktorture();
         feed(
@@ -2089,16 +2127,17 @@ steps = [
     }
 
     #[test]
-    fn other_crash_signatures() {
+    fn a_zeroed_register_state_is_the_platforms() {
         let s = scenario(STOCK);
-        let start = "
+        let mut p = Parsed::default();
+        feed(
+            &mut p,
+            "
             @@PV L1.l1 boot uptime=1.36 nproc=2 kernel=7.3.4
             @@PV L1.l1 step-begin l21 l2 490 g:1:4:768M:host
             [g-1] @@PV L2.g-1 boot uptime=2 nproc=4 kernel=7.3.4
-        ";
-        // Zeroed register state.
-        let mut p = Parsed::default();
-        feed(&mut p, start);
+        ",
+        );
         p.line("[g-1] [ 9.19] BUG: kernel NULL pointer dereference, address: 000000000000002c");
         p.line("[g-1] [ 9.19] RIP: 0000:0x0");
         feed(
@@ -2114,6 +2153,11 @@ steps = [
             signatures(&judged(&s, &p, &RunEnd::default())),
             ["zeroed-registers"]
         );
+    }
+
+    #[test]
+    fn an_idle_jump_to_zero_without_project_frames_is_the_platforms() {
+        let s = scenario(STOCK);
         // A jump to 0 from idle, in L1 before host_kvm.
         let mut z = Parsed::default();
         z.line("@@PV L1.l1 boot uptime=1 nproc=2 kernel=7.3.4");
@@ -2124,9 +2168,14 @@ steps = [
         assert_eq!(j.signatures(), ["idle-jump-to-zero"]);
         // (L1 stopping cut g-1 short: it never started.)
         assert!(j.platform(), "{:?}", j.unexplained);
+        // A frame of the project's code in the report: not the platform's.
         z.line("[   31.0]  ? guest_pvlock_unlock+0x1d/0x40");
         assert!(!judged(&s, &z, &RunEnd::default()).platform());
-        // L1's entry-fault recursion, then a reset of L1 without a word.
+    }
+
+    #[test]
+    fn l1s_entry_fault_recursion_is_the_platforms_with_host_kvm_too() {
+        let s = scenario(STOCK);
         let mut l = Parsed::default();
         l.line("@@PV L1.l1 boot uptime=1 nproc=2 kernel=7.3.4");
         l.line("[   29.24] BUG: TASK stack guard page was hit at ffa000000012fff8");
@@ -2149,10 +2198,15 @@ steps = [
         let j = judged(&s, &h, &RunEnd::default());
         assert_eq!(signatures(&j), ["entry-fault-recursion"]);
         assert!(j.why().contains("with host_kvm loaded"));
+    }
+
+    #[test]
+    fn an_l2_crash_just_before_l1s_platform_crash_is_part_of_it() {
         // Both levels crash out of their idle loops a second apart, with
-        // guest_pvlock in the guest and host_kvm in L1 (host-unload,
-        // 2026-12-01): L1's crash is the platform's, and so is the guest's
-        // just before it; the same guest crash a minute before is not.
+        // guest_pvlock in the guest and host_kvm in L1: L1's crash is the
+        // platform's, and so is the guest's just before it; the same guest
+        // crash a minute before is not.
+        let s = scenario(STOCK);
         let both = |l2_at: f64| {
             let mut p = in_locktorture();
             p.wall = l2_at;
@@ -2196,10 +2250,14 @@ steps = [
             "{:?}",
             j.unexplained
         );
+    }
+
+    #[test]
+    fn a_null_current_in_the_interrupt_entry_is_a_lost_gs_base() {
         // The interrupt entry read current as NULL right after the
-        // unlock's KVM_HC_KICK_CPU returned (pvlock-kick-cpu, CI of
-        // 2026-12-01): the platform's, guest_pvlock loaded or not; the
-        // same oops elsewhere is not.
+        // unlock's KVM_HC_KICK_CPU returned: the platform's, guest_pvlock
+        // loaded or not; the same oops elsewhere is not.
+        let s = scenario(STOCK);
         let gs = |rip: &str| {
             let mut p = in_locktorture();
             feed(
@@ -2229,6 +2287,11 @@ steps = [
         let j = judged(&s, &gs("irqentry_enter+0x1f/0x30"), &RunEnd::default());
         assert_eq!(signatures(&j), ["lost-gs-base"]);
         assert!(!judged(&s, &gs("guest_pvlock_unlock+0x1d/0x20"), &RunEnd::default()).platform());
+    }
+
+    #[test]
+    fn l1_resetting_with_no_kernel_message_is_the_platforms() {
+        let s = scenario(STOCK);
         let mut r = Parsed::default();
         r.line("@@PV L1.l1 boot uptime=1 nproc=2 kernel=7.3.4");
         let reset = RunEnd {
@@ -2236,6 +2299,7 @@ steps = [
             ..Default::default()
         };
         assert_eq!(signatures(&judged(&s, &r, &reset)), ["l1-reset"]);
+        // After a panic it is not.
         r.line("[  9.1] Kernel panic - not syncing: Fatal exception");
         assert!(!judged(&s, &r, &reset).platform());
     }
@@ -2300,9 +2364,9 @@ steps = [
 
     #[test]
     fn a_cpu_stuck_in_a_lock_wait_is_a_real_failure() {
-        // broken-dropped-kick on 2026-12-01: a dropped kick left CPU 1 in
-        // its lock wait with interrupts off; CSD lock debugging named it
-        // and its NMI backtrace shows the wait. Every vCPU answered.
+        // A dropped kick left CPU 1 in its lock wait with interrupts off;
+        // CSD lock debugging names it and its NMI backtrace shows the
+        // wait. Every vCPU answered.
         let s = scenario(PVLOCK);
         let mut q = in_locktorture();
         feed(
@@ -2335,8 +2399,8 @@ steps = [
 
     #[test]
     fn an_interrupt_inside_a_hardirq_handler_is_the_platforms() {
-        // demo on 2026-12-01: CPU 1's timer interrupt nested in its timer
-        // interrupt, which held the hrtimer base lock: the inner one waits
+        // CPU 1's timer interrupt nested in its timer interrupt, which
+        // held the hrtimer base lock: the inner one waits
         // for that lock forever (in guest_pvlock's lock wait, as it would
         // in any lock's).
         let s = scenario(PVLOCK);
@@ -2368,8 +2432,8 @@ steps = [
         let j = judged(&s, &q, &stalled("g-1"));
         assert_eq!(signatures(&j), ["irq-in-irq"]);
         // The same when the harness stopped the attempt 90 s after the
-        // report (pvlock-faults, 2026-12-01): that L1 did not finish is the
-        // stop's doing, not evidence.
+        // report: that L1 did not finish is the stop's doing, not
+        // evidence.
         let problem_stop = RunEnd {
             problem_stop: true,
             ..Default::default()
@@ -2391,7 +2455,7 @@ steps = [
         );
         assert!(!judged(&s, &r, &stalled("g-1")).platform());
         // An interrupt taken in softirq processing (on the IRQ stack,
-        // interrupts on) is no evidence: dropped kicks on 2026-12-01.
+        // interrupts on) is no evidence.
         let mut sirq = in_locktorture();
         feed(
             &mut sirq,
@@ -2437,9 +2501,9 @@ steps = [
 
     #[test]
     fn a_cpu_that_answers_no_backtrace_nmi_was_not_run() {
-        // pvlock-faults on 2026-12-01: CPU 3 waits on an IPI to CPU 2, asks
-        // it for its stack by NMI, and CPU 2 never answers; the RCU stall
-        // report names CPU 2's timer. L1 did not run vCPU 2.
+        // CPU 3 waits on an IPI to CPU 2, asks it for its stack by NMI,
+        // and CPU 2 never answers; the RCU stall report names CPU 2's
+        // timer. L1 did not run vCPU 2.
         let s = scenario(PVLOCK);
         let mut q = in_locktorture();
         feed(
@@ -2479,10 +2543,9 @@ steps = [
 
     #[test]
     fn a_soft_lockup_waiting_for_a_vcpu_not_run_is_the_platforms() {
-        // pvlock-loadloop, CI on 2026-12-02: CPU 2 (insmod, exiting) waits
-        // for a TLB flush IPI to CPU 0, which answers no backtrace NMI; the
-        // soft lockup detector then reports CPU 2 spinning in
-        // csd_lock_wait(). L1's CPU 0 sat still in KVM's world switch.
+        // CPU 2 (insmod, exiting) waits for a TLB flush IPI to CPU 0,
+        // which answers no backtrace NMI; the soft lockup detector then
+        // reports CPU 2 spinning in csd_lock_wait().
         let s = scenario(PVLOCK);
         let lines = "
             [g-1] [   52.663239] smp: csd: Detected non-responsive CSD lock (#1) on CPU#2, waiting 5002288608 ns for CPU#00 flush_tlb_func+0x0/0x210(0xffa00000002efc00).
@@ -2529,8 +2592,8 @@ steps = [
 
     #[test]
     fn cpus_waiting_for_an_ipi_to_a_vcpu_not_run_are_the_platforms() {
-        // upstream-pv, 2026-12-02, no RCU stall yet: CPUs 0 and 1 wait for
-        // a TLB-flush IPI to CPU 2, which answers no backtrace NMI; both
+        // No RCU stall yet: CPUs 0 and 1 wait for a TLB-flush IPI to CPU
+        // 2, which answers no backtrace NMI; both
         // then report soft lockups in csd_lock_wait(), and the harness
         // stops the attempt 90 s after the first report.
         let s = scenario(PVLOCK);
@@ -2582,8 +2645,8 @@ steps = [
 
     #[test]
     fn an_l1_cpu_stuck_in_guest_mode_explains_its_guests_missed_seconds() {
-        // pvlock-hlt-in-guest, CI on 2026-12-02: L1's CPU 1 waits 5 s for
-        // an IPI to CPU 0, whose backtrace NMI finds it right after VMRUN;
+        // L1's CPU 1 waits 5 s for an IPI to CPU 0, whose backtrace NMI
+        // finds it right after VMRUN;
         // the guest's CPU 0, not run meanwhile, reports a soft lockup as
         // soon as it runs again, in code that is not the project's.
         let s = scenario(PVLOCK);
@@ -2646,10 +2709,9 @@ steps = [
 
     #[test]
     fn an_nmi_count_left_in_l1_beside_a_guest_entry_crash_is_the_platforms() {
-        // nopvspin, CI on 2026-12-02, no project code in L1 or L2: the
-        // guest's page faults recursed in its exception entry, and L1's
-        // vCPU thread scheduled with NMI_OFFSET + HARDIRQ_OFFSET still in
-        // its preempt count.
+        // No project code in L1 or L2: the guest's page faults recurse in
+        // its exception entry, and L1's vCPU thread schedules with
+        // NMI_OFFSET + HARDIRQ_OFFSET still in its preempt count.
         let l1 = "
             [   29.869009] BUG: scheduling while atomic: qemu-system-x86/74/0x11000001
             [   29.869369] Modules linked in:
@@ -2682,18 +2744,17 @@ steps = [
         let mut sigs = signatures(&judged(&s, &p, &RunEnd::default()));
         sigs.sort();
         assert_eq!(sigs, ["entry-fault-recursion", "lost-nmi-exit"]);
-        // With guest_pvlock in the guest, a crash out of the blue is the
-        // same event (host-unload, CI on 2026-12-02: 3 s after host_kvm
-        // went, the guest running locktorture).
+        // With guest_pvlock in the guest (running locktorture), a crash
+        // out of the blue is the same event.
         let mut pv = in_locktorture();
         feed(&mut pv, l1);
         feed(&mut pv, g);
         let j = judged(&scenario(PVLOCK), &pv, &RunEnd::default());
         assert!(j.platform(), "{:?}", j.unexplained);
         assert!(j.signatures().contains(&"lost-nmi-exit"));
-        // A guest that hung first stays real: one that reported a stall
-        // before the crash, or one that the harness's NMI asked
-        // (broken-dropped-kick, CI on 2026-12-01: a dropped kick).
+        // A guest that hung first (a dropped kick, say) stays real: one
+        // that reported a stall before the crash, or one that the
+        // harness's NMI asked.
         let stall = "
             [g-1] [    9.100000] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:
         ";
@@ -2735,8 +2796,8 @@ steps = [
 
     #[test]
     fn a_frame_with_an_impossible_code_segment_is_the_platforms() {
-        // host-unload on 2026-12-01: a page fault whose frame was pushed
-        // where the entry code does not read it.
+        // A page fault whose frame was pushed where the entry code does
+        // not read it.
         let s = scenario(PVLOCK);
         let mut q = in_locktorture();
         feed(
