@@ -320,7 +320,7 @@ waitrec() {
 # l2_threads NAME FILE: L2 NAME's vCPU threads into FILE ("cpu=N thread=TID"
 # lines, from QEMU's query-cpus-fast); on failure FILE holds the error.
 l2_threads() {
-	qmp_py "$PV_QMP_DIR/qmp-$1.sock" threads >"$2" 2>&1 && grep -q '^cpu=' "$2"
+	"$PV_QMP" "$(qmp_sock "$1")" threads >"$2" 2>&1 && grep -q '^cpu=' "$2"
 }
 
 # --- the interrupt record -----------------------------------------------------
@@ -460,20 +460,19 @@ PV_QMP_DIR=${PV_QMP_DIR:-/run}
 # the serial console only.
 PV_L2_MACHINE="-bios /usr/share/qemu/qboot.rom -nic none -vga none"
 
-# The QMP client (/lib/qmp.py, tools/vmtest/guest/qmp.py) runs with the
-# host's python3 in the host root.
-PV_QMP_PY=${PV_QMP_PY:-/lib/qmp.py}
-qmp_py() { chroot "$PV_HOST" python3 -c "$(cat "$PV_QMP_PY")" "$@"; }
-have_host_python() { chroot "$PV_HOST" sh -c 'command -v python3' >/dev/null 2>&1; }
+# The QMP client: pvlock-qmp (tools/pvlock-qmp), static in the initramfs,
+# run by L1 itself. QEMU runs in the host root, so L1 finds the socket of
+# L2 NAME under it: qmp_sock NAME.
+PV_QMP=${PV_QMP:-pvlock-qmp}
+qmp_sock() { echo "$PV_HOST$PV_QMP_DIR/qmp-$1.sock"; }
+have_qmp() { command -v "$PV_QMP" >/dev/null 2>&1; }
 
-# l2_regs NAME: register samples of L2 NAME through its QMP socket (qmp.py
-# regs: where each vCPU is, whether it is halted, the top of its stack),
-# each line marked "regs NAME ...", or "regs-failed NAME WHY".
+# l2_regs NAME: register samples of L2 NAME through its QMP socket
+# (pvlock-qmp regs: where each vCPU is, whether it is halted, the top of its
+# stack), each line marked "regs NAME ...", or "regs-failed NAME WHY".
 l2_regs() {
-	sock=$PV_QMP_DIR/qmp-$1.sock
-	have_host_python ||
-		{ mark regs-failed "$1 no python3 on the host to talk to QMP"; return 1; }
-	out=$(qmp_py "$sock" regs 2>&1)
+	have_qmp || { mark regs-failed "$1 no $PV_QMP in L1 to talk to QMP"; return 1; }
+	out=$("$PV_QMP" "$(qmp_sock "$1")" regs 2>&1)
 	rc=$?
 	if [ "$rc" = 0 ]; then
 		echo "$out" | while IFS= read -r l; do mark regs "$1 $l"; done
@@ -483,21 +482,11 @@ l2_regs() {
 	return "$rc"
 }
 
-# l2_nmi NAME: an NMI to every vCPU of L2 NAME through its QMP socket, with
-# the host's python3 (or socat) in the host root; marks "nmi-injected NAME"
-# or "nmi-failed NAME WHY".
+# l2_nmi NAME: an NMI to every vCPU of L2 NAME through its QMP socket
+# (pvlock-qmp nmi); marks "nmi-injected NAME" or "nmi-failed NAME WHY".
 l2_nmi() {
-	sock=$PV_QMP_DIR/qmp-$1.sock
-	if have_host_python; then
-		out=$(qmp_py "$sock" nmi 2>&1)
-	elif chroot "$PV_HOST" sh -c 'command -v socat' >/dev/null 2>&1; then
-		out=$(printf '%s\n' '{"execute":"qmp_capabilities"}' '{"execute":"inject-nmi"}' |
-			chroot "$PV_HOST" socat -t 5 - "UNIX-CONNECT:$sock" 2>&1)
-		[ "$(echo "$out" | grep -c '"return"')" -ge 2 ]
-	else
-		mark nmi-failed "$1 no python3 or socat on the host to talk to QMP"
-		return 1
-	fi
+	have_qmp || { mark nmi-failed "$1 no $PV_QMP in L1 to talk to QMP"; return 1; }
+	out=$("$PV_QMP" "$(qmp_sock "$1")" nmi 2>&1)
 	rc=$?
 	if [ "$rc" = 0 ]; then
 		mark nmi-injected "$1"

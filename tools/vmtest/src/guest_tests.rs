@@ -2,11 +2,12 @@
 
 //! Tests of the guest library (`tools/vmtest/guest/pvlock.sh`) itself, run
 //! by this machine's busybox sh (the one the initramfs carries): step
-//! statuses, and what L1 does when an L2 goes silent. No VM, no QEMU: the
-//! L2's QMP socket is a fake ([`crate::qmp::tests::fake_qemu`]) and
-//! `chroot` a shell function.
+//! statuses, when L1 asks an L2 that went silent, barriers. No VM. The
+//! steps that talk to an L2's QEMU through the static `pvlock-qmp` are
+//! tested with the built program, in that crate's integration tests
+//! (`tools/pvlock-qmp/tests/guest_lib.rs`): cargo builds a package's
+//! program only for its own integration tests.
 
-use crate::qmp::tests::{fake_hmp, fake_qemu};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -44,10 +45,6 @@ fn sh_after(
         .arg(format!("{prelude}\n. {}\n{script}", library().display()))
         .env("pv_level", "1")
         .env("pv_name", "l1")
-        .env(
-            "PV_QMP_PY",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("guest/qmp.py"),
-        )
         .env("PATH", path)
         .envs(env.iter().copied())
         .output()
@@ -55,15 +52,6 @@ fn sh_after(
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     Some((out.status.code().unwrap_or(-1), text))
-}
-
-/// Whether python3 runs here (the QMP client needs it); says so if not.
-fn have_python3() -> bool {
-    let ok = Command::new("python3").arg("--version").output().is_ok();
-    if !ok {
-        eprintln!("no python3: skipped");
-    }
-    ok
 }
 
 fn lines(text: &str) -> Vec<&str> {
@@ -228,205 +216,6 @@ fn a_silent_guest_is_asked_once_per_silence() {
         lines(&out),
         [asking, "regs g-1", "nmi g-1", asking, "regs g-1", "nmi g-1"],
         "{out}"
-    );
-}
-
-#[test]
-fn l1_injects_an_nmi_through_the_guests_qmp_socket() {
-    if !have_python3() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let env = [("PV_QMP_DIR", dir.path().to_str().unwrap())];
-    // The host root is this machine's.
-    let chroot = "chroot() { shift; \"$@\"; }\n";
-    let server = fake_qemu(&dir.path().join("qmp-g-1.sock"), false);
-    let Some((_, out)) = sh(&format!("{chroot}l2_nmi g-1; echo rc=$?"), dir.path(), &env) else {
-        return;
-    };
-    assert_eq!(lines(&out), ["@@PV L1.l1 nmi-injected g-1", "rc=0"]);
-    assert_eq!(server.join().unwrap(), ["qmp_capabilities", "inject-nmi"]);
-
-    let server = fake_qemu(&dir.path().join("qmp-g-2.sock"), true);
-    let (_, out) = sh(&format!("{chroot}l2_nmi g-2; echo rc=$?"), dir.path(), &env).unwrap();
-    assert_eq!(
-        lines(&out),
-        ["@@PV L1.l1 nmi-failed g-2 inject-nmi: no NMI here", "rc=1"]
-    );
-    server.join().unwrap();
-
-    let (_, out) = sh(&format!("{chroot}l2_nmi g-3"), dir.path(), &env).unwrap();
-    assert!(out.starts_with("@@PV L1.l1 nmi-failed g-3 "), "{out}");
-
-    // Nothing on the host to talk QMP with.
-    let (_, out) = sh("chroot() { return 1; }\nl2_nmi g-4", dir.path(), &env).unwrap();
-    assert_eq!(
-        out.trim(),
-        "@@PV L1.l1 nmi-failed g-4 no python3 or socat on the host to talk to QMP"
-    );
-}
-
-#[test]
-fn l1_samples_an_l2s_registers_through_its_qmp_socket() {
-    if !have_python3() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let env = [("PV_QMP_DIR", dir.path().to_str().unwrap())];
-    let chroot = "chroot() { shift; \"$@\"; }\n";
-    let server = fake_hmp(&dir.path().join("qmp-g-1.sock"));
-    let Some((_, out)) = sh(
-        &format!("{chroot}l2_regs g-1; echo rc=$?"),
-        dir.path(),
-        &env,
-    ) else {
-        return;
-    };
-    // Two samples of two vCPUs; only the stack words that point into text,
-    // and the word at the register that points into the kernel's data.
-    assert_eq!(
-        lines(&out),
-        [
-            "@@PV L1.l1 regs g-1 sample=1 cpu=0 rip=ffffffff81480b26 rfl=00000246 hlt=1 cpl=0 stack=ffffffff8148077e,ffffffffa0001234,ffffffff81001346,ffffffff81234567 ptrs=r15:ff11000000132120:0000000000000001 iframes=ffffffff81001346:ffffffff81234567:46",
-            "@@PV L1.l1 regs g-1 sample=1 cpu=1 rip=000055ca3bfdf529 rfl=00000246 hlt=0 cpl=3 stack=",
-            "@@PV L1.l1 regs g-1 sample=2 cpu=0 rip=ffffffff81480b26 rfl=00000246 hlt=1 cpl=0 stack=ffffffff8148077e,ffffffffa0001234,ffffffff81001346,ffffffff81234567 ptrs=r15:ff11000000132120:0000000000000001 iframes=ffffffff81001346:ffffffff81234567:46",
-            "@@PV L1.l1 regs g-1 sample=2 cpu=1 rip=000055ca3bfdf529 rfl=00000246 hlt=0 cpl=3 stack=",
-            "rc=0"
-        ],
-        "{out}"
-    );
-    let got = server.join().unwrap();
-    // The stack of the kernel-mode vCPU is read through that vCPU.
-    assert!(
-        got.contains(&"x/512gx 0xffa0000000093e10 @0".to_string()),
-        "{got:?}"
-    );
-    assert!(!got.iter().any(|c| c.ends_with("@1")), "{got:?}");
-
-    // No QEMU there.
-    let (_, out) = sh(
-        &format!("{chroot}l2_regs g-2; echo rc=$?"),
-        dir.path(),
-        &env,
-    )
-    .unwrap();
-    assert!(out.starts_with("@@PV L1.l1 regs-failed g-2 "), "{out}");
-    assert!(out.trim_end().ends_with("rc=1"), "{out}");
-}
-
-#[test]
-fn l1_records_the_ipis_and_wakeups_of_an_l2s_vcpus() {
-    if !have_python3() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    // L1's trace of its guests: thread 114 (vCPU 1) sends IPIs to APIC 0
-    // (one older than the last three), vCPU 0's own timer (not an IPI),
-    // another guest's thread 999 (not this guest's), wake-ups.
-    std::fs::write(
-        dir.path().join("trace"),
-        "# tracer: nop\n\
- qemu-system-x86-114 [001] d..1.  10.000001: kvm_apic_accept_irq: apicid 0 vec 251 (Fixed|edge)\n\
- qemu-system-x86-113 [002] .....  10.100000: kvm_vcpu_wakeup: wait time 1000 ns, polling invalid\n\
- qemu-system-x86-114 [001] d..1.  11.000001: kvm_apic_accept_irq: apicid 0 vec 252 (Fixed|edge)\n\
- qemu-system-x86-113 [001] d..1.  11.200001: kvm_apic_accept_irq: apicid 0 vec 236 (Fixed|edge)\n\
- qemu-system-x86-999 [001] d..1.  11.500001: kvm_apic_accept_irq: apicid 0 vec 251 (Fixed|edge)\n\
- qemu-system-x86-114 [001] d..1.  12.000001: kvm_apic_accept_irq: apicid 0 vec 251 (Fixed|edge)\n\
- qemu-system-x86-113 [001] d..1.  12.000002: kvm_apic_accept_irq: apicid 1 vec 251 (Fixed|edge)\n\
- qemu-system-x86-114 [001] d..1.  13.000001: kvm_apic_accept_irq: apicid 0 vec 251 (Fixed|edge)\n\
- qemu-system-x86-114 [002] .....  13.100000: kvm_vcpu_wakeup: wait time 1000 ns, polling invalid\n",
-    )
-    .unwrap();
-    let env = [("PV_QMP_DIR", dir.path().to_str().unwrap())];
-    let chroot = "chroot() { shift; \"$@\"; }\n";
-    let server = fake_qemu(&dir.path().join("qmp-g-1.sock"), false);
-    // The trace instance (WI) is the library's own: set after sourcing.
-    let script = format!(
-        "{chroot}WI={}; irqrec g-1; echo rc=$?",
-        dir.path().display()
-    );
-    let Some((_, out)) = sh(&script, dir.path(), &env) else {
-        return;
-    };
-    let mut got = lines(&out);
-    got.sort();
-    assert_eq!(
-        got,
-        [
-            "@@PV L1.l1 irqrec g-1 cpu=0 thread=113 ipis=4 last_ipis=11.000001/252,12.000001/251,13.000001/251 wakeups=1 last_wakeups=10.100000 ipis_since_wakeup=3 first_since_wakeup=11.000001/252/from1 trace_until=13.100000",
-            "@@PV L1.l1 irqrec g-1 cpu=1 thread=114 ipis=1 last_ipis=12.000002/251 wakeups=1 last_wakeups=13.100000 ipis_since_wakeup=0 first_since_wakeup=- trace_until=13.100000",
-            "rc=0",
-        ],
-        "{out}"
-    );
-    assert_eq!(
-        server.join().unwrap(),
-        ["qmp_capabilities", "query-cpus-fast"]
-    );
-
-    // No QEMU there: an error line, no record.
-    let script = format!("{chroot}WI={}; irqrec g-2", dir.path().display());
-    let (_, out) = sh(&script, dir.path(), &env).unwrap();
-    assert!(out.starts_with("@@PV L1.l1 irqrec g-2 error=["), "{out}");
-    assert_eq!(lines(&out).len(), 1, "{out}");
-}
-
-#[test]
-fn l1_records_how_long_an_l2s_vcpus_waited_on_its_run_queues() {
-    if !have_python3() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    // A /proc of two vCPU threads (those of the fake QEMU: 113 and 114),
-    // and a `sleep` that moves it on, one step per sample: first thread
-    // 113 waits 0.5 s on the run queue and 114 4 s in one second; then
-    // 114 waits 2 s more in 3 s; then both threads are gone.
-    let p = d.join("proc");
-    for t in ["113", "114"] {
-        std::fs::create_dir_all(p.join(t)).unwrap();
-    }
-    let w = |f: &str, s: &str| std::fs::write(p.join(f), s).unwrap();
-    w("uptime", "10.00 3.00\n");
-    w("113/schedstat", "500 1000000000 7\n");
-    w("114/schedstat", "500 2000000000 7\n");
-    let steps = format!(
-        "#!/bin/sh\n\
-         n=$(cat {p}/n 2>/dev/null || echo 0); echo $((n + 1)) >{p}/n\n\
-         case $n in\n\
-         0) echo '11.00 3.00' >{p}/uptime; echo '600 1500000000 8' >{p}/113/schedstat; echo '600 6000000000 8' >{p}/114/schedstat ;;\n\
-         1) echo '14.00 3.00' >{p}/uptime; echo '700 8000000000 9' >{p}/114/schedstat ;;\n\
-         *) rm -r {p}/113 {p}/114 ;;\n\
-         esac\n",
-        p = p.display()
-    );
-    let sleep = d.join("sleep");
-    std::fs::write(&sleep, steps).unwrap();
-    std::fs::set_permissions(&sleep, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let env = [
-        ("PV_QMP_DIR", d.to_str().unwrap()),
-        ("PV_PROC", p.to_str().unwrap()),
-    ];
-    let chroot = "chroot() { shift; \"$@\"; }\n";
-    let server = fake_qemu(&d.join("qmp-g-1.sock"), false);
-    let Some((_, out)) = sh(&format!("{chroot}l2_runq g-1; echo rc=$?"), d, &env) else {
-        return;
-    };
-    // Reported: 4 s in 1 s and 2 s in 3 s (the default threshold is 2 s);
-    // not: 0.5 s.
-    assert_eq!(
-        lines(&out),
-        [
-            "@@PV L1.l1 runq-on g-1 threads=2",
-            "@@PV L1.l1 runq g-1 cpu=1 thread=114 waited=4.00 within=1.00",
-            "@@PV L1.l1 runq g-1 cpu=1 thread=114 waited=2.00 within=3.00",
-            "rc=0"
-        ],
-        "{out}"
-    );
-    assert_eq!(
-        server.join().unwrap(),
-        ["qmp_capabilities", "query-cpus-fast"]
     );
 }
 

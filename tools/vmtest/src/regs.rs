@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Register samples of a silent kernel (`guest/qmp.py regs`, through the
+//! Register samples of a silent kernel (`pvlock-qmp regs`, through the
 //! QMP socket of its QEMU): where each vCPU is, whether it is halted, and
 //! the text addresses at the top of its stack. They need nothing of the
 //! guest, so they answer what an NMI cannot when every CPU of the kernel
@@ -167,7 +167,7 @@ pub struct VcpuRegs {
 }
 
 /// An interrupt or exception frame on a vCPU's stack (`iframes=` of
-/// `qmp.py regs`): which entry code took it, and the interrupted code's
+/// `pvlock-qmp regs`): which entry code took it, and the interrupted code's
 /// RIP and RFLAGS as the CPU saved them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]

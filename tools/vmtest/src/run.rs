@@ -168,10 +168,10 @@ impl Config {
 fn sample_l1(
     log: &mut std::fs::File,
     parsed: &mut Parsed,
-    cfg: &Config,
+    _cfg: &Config,
     sock: &Path,
 ) -> Result<()> {
-    let lines = match qmp::registers(&cfg.repo.join(qmp::SCRIPT), sock) {
+    let lines = match qmp::registers(sock) {
         Ok(lines) => lines
             .iter()
             .map(|l| format!("@@PV L0.vmtest regs l1 {l}"))

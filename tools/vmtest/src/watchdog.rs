@@ -295,7 +295,11 @@ mod tests {
         w.console_line("g-1", "@@HB", at(t0, 110));
         assert_eq!(w.stall(at(t0, 116), |_| false), None);
         // L1 could not ask: no grace.
-        w.console_line("l1", "@@PV L1.l1 nmi-failed g-1 no python3", at(t0, 200));
+        w.console_line(
+            "l1",
+            "@@PV L1.l1 nmi-failed g-1 no pvlock-qmp in L1 to talk to QMP",
+            at(t0, 200),
+        );
         assert_eq!(
             w.stall(at(t0, 201), |_| false),
             Some(Stall::Heartbeat("g-1".into()))
