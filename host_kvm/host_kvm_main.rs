@@ -17,7 +17,7 @@ use kernel::{
     prelude::*,
     pvlock::{
         abi::{Advice, Kick},
-        kvm::{CurrentVcpu, Load, PvlockHost, Registration, Vcpu, Vm, VmState, WaitEnd},
+        kvm::{CurrentVcpu, Grant, Load, PvlockHost, Registration, Vcpu, Vm, VmState, WaitEnd},
         param::{BoolParam, U32Param},
         periodic::{Periodic, PeriodicWork},
         stats::{check_zero_stats_write, write_u32_array, Log2Histogram, BUCKETS},
@@ -280,15 +280,22 @@ impl PvlockHost for Host {
         }
     }
 
-    fn grant_ns(vcpu: &Vcpu, may: bool) -> u64 {
+    fn grant_ns(vcpu: &Vcpu, why: Grant) -> u64 {
         count(Counter::HolderPreemptions);
-        if !may || !enabled(&vcpu.vm().pvlock_state()) {
-            return 0;
-        }
         let ns = u64::from(GRANT_US.get()) * 1000;
-        if ns != 0 {
-            count(Counter::Grants);
-        }
+        // Every holder's reschedule counts once more, as deferred or by
+        // why not: `holder_preemptions` is the sum of `grants` and the
+        // `not_deferred_*` counters.
+        let (counter, ns) = match why {
+            Grant::May if ns != 0 && enabled(&vcpu.vm().pvlock_state()) => (Counter::Grants, ns),
+            Grant::May => (Counter::NotDeferredOff, 0),
+            Grant::Observed => (Counter::NotDeferredObserved, 0),
+            Grant::Handover => (Counter::NotDeferredKick, 0),
+            Grant::Running => (Counter::NotDeferredRunning, 0),
+            Grant::Expired => (Counter::NotDeferredExpired, 0),
+            Grant::Tick => (Counter::NotDeferredTick, 0),
+        };
+        count(counter);
         ns
     }
 

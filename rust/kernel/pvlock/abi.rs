@@ -360,6 +360,20 @@ stat_list! {
         HolderPreemptions = c"holder_preemptions",
         /// ... deferred for `grant_us`.
         Grants = c"grants",
+        /// ... not deferred: this tick's grant ran out with the lock still
+        /// held.
+        NotDeferredExpired = c"not_deferred_expired",
+        /// ... not deferred: this tick's grant ended otherwise (the vCPU
+        /// thread left its CPU, or a reschedule was asked within it).
+        NotDeferredTick = c"not_deferred_tick",
+        /// ... not deferred: a grant was running.
+        NotDeferredRunning = c"not_deferred_running",
+        /// ... not deferred: on the way back from a kick.
+        NotDeferredKick = c"not_deferred_kick",
+        /// ... not deferred: the guest only lets the host count (`hint=2`).
+        NotDeferredObserved = c"not_deferred_observed",
+        /// ... not deferred: `grant_us=0`, or pvlock not enabled for the VM.
+        NotDeferredOff = c"not_deferred_off",
     }
 }
 

@@ -242,6 +242,41 @@ pub enum WaitEnd {
     Other,
 }
 
+/// Whether KVM may defer a lock holder's reschedule
+/// ([`PvlockHost::grant_ns`]), and if not, why (`enum kvm_pvlock_grant`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grant {
+    /// It may: the module's grant decides.
+    May,
+    /// The guest only lets the host count (`KVM_PVLOCK_HINT_OBSERVE`).
+    Observed,
+    /// The vCPU kicked a lock waiter in the exit it returns from.
+    Handover,
+    /// A grant is running.
+    Running,
+    /// This tick's grant ran out, and the guest still holds a lock.
+    Expired,
+    /// This tick's grant ended otherwise (the thread left its CPU, or a
+    /// reschedule was asked within it).
+    Tick,
+}
+
+impl Grant {
+    /// The reason KVM passes, or `None` for a value this module does not
+    /// know.
+    fn from_raw(why: c_uint) -> Option<Grant> {
+        Some(match why {
+            bindings::kvm_pvlock_grant_KVM_PVLOCK_GRANT_MAY => Grant::May,
+            bindings::kvm_pvlock_grant_KVM_PVLOCK_NO_GRANT_OBSERVED => Grant::Observed,
+            bindings::kvm_pvlock_grant_KVM_PVLOCK_NO_GRANT_HANDOVER => Grant::Handover,
+            bindings::kvm_pvlock_grant_KVM_PVLOCK_NO_GRANT_RUNNING => Grant::Running,
+            bindings::kvm_pvlock_grant_KVM_PVLOCK_NO_GRANT_EXPIRED => Grant::Expired,
+            bindings::kvm_pvlock_grant_KVM_PVLOCK_NO_GRANT_TICK => Grant::Tick,
+            _ => return None,
+        })
+    }
+}
+
 /// What the module implements. All functions may be called concurrently
 /// from any vCPU thread.
 pub trait PvlockHost: 'static {
@@ -269,11 +304,10 @@ pub trait PvlockHost: 'static {
     /// How long `vcpu`, about to be rescheduled while its guest holds a
     /// lock (its critical-section hint says so), may run on, in
     /// nanoseconds; 0 for not at all. Called for every such reschedule;
-    /// with `may` false KVM defers none (one deferral per tick, or a guest
-    /// that only lets the host count) and ignores the result. KVM caps it
-    /// at 1 ms. On `vcpu`'s thread with preemption disabled: it must not
-    /// sleep.
-    fn grant_ns(vcpu: &Vcpu, may: bool) -> u64;
+    /// with `why` other than [`Grant::May`] KVM defers none, for that
+    /// reason, and ignores the result. KVM caps it at 1 ms. On `vcpu`'s
+    /// thread with preemption disabled: it must not sleep.
+    fn grant_ns(vcpu: &Vcpu, why: Grant) -> u64;
 
     /// The advice (`KVM_PVLOCK_PARAM_ADVICE`) for `vm` under `load`, from
     /// the advice in force, `advice`, and the module's own `state` for the
@@ -367,9 +401,14 @@ impl<T: PvlockHost> Adapter<T> {
     /// # Safety
     ///
     /// `vcpu` is a live vCPU (KVM's call).
-    unsafe extern "C" fn grant_ns(vcpu: *mut bindings::kvm_vcpu, may: bool) -> u64 {
+    unsafe extern "C" fn grant_ns(vcpu: *mut bindings::kvm_vcpu, why: c_uint) -> u64 {
+        // A reason KVM has and this module does not know: defer nothing
+        // (KVM built with this module has none).
+        let Some(why) = Grant::from_raw(why) else {
+            return 0;
+        };
         // SAFETY: KVM passes a live vCPU.
-        T::grant_ns(unsafe { Vcpu::from_raw(vcpu) }, may)
+        T::grant_ns(unsafe { Vcpu::from_raw(vcpu) }, why)
     }
 
     /// # Safety

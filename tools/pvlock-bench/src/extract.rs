@@ -213,6 +213,27 @@ pub struct HostRun {
     /// Of those, the ones host_kvm deferred, letting the holder run on a
     /// little (`grants`): `hint=1` guests only.
     pub grants: i64,
+    /// Why KVM deferred the others none (`None`: a host_kvm from before
+    /// it said).
+    pub why_not: Option<NotDeferred>,
+}
+
+/// Why KVM deferred a holder's reschedule none: host_kvm's
+/// `not_deferred_*` counters over one mode's guests.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct NotDeferred {
+    /// This tick's grant ran out with the lock still held.
+    pub expired: i64,
+    /// This tick's grant ended otherwise.
+    pub tick: i64,
+    /// A grant was running.
+    pub running: i64,
+    /// On the way back from a kick.
+    pub kick: i64,
+    /// The guest only lets the host count (`hint=2`).
+    pub observed: i64,
+    /// `grant_us=0`, or pvlock not enabled for the VM.
+    pub off: i64,
 }
 
 impl HostRun {
@@ -225,9 +246,20 @@ impl HostRun {
             let d = a.get(c)? - b.get(c).copied().unwrap_or(0);
             (d >= 0).then_some(d)
         };
+        let why_not = (|| {
+            Some(NotDeferred {
+                expired: delta("not_deferred_expired")?,
+                tick: delta("not_deferred_tick")?,
+                running: delta("not_deferred_running")?,
+                kick: delta("not_deferred_kick")?,
+                observed: delta("not_deferred_observed")?,
+                off: delta("not_deferred_off")?,
+            })
+        })();
         Some(HostRun {
             holder_preemptions: delta("holder_preemptions")?,
             grants: delta("grants")?,
+            why_not,
         })
     }
 
@@ -1475,6 +1507,33 @@ mod tests {
     }
 
     #[test]
+    fn why_no_deferral_from_the_reasons() {
+        let snap = |k: i64| {
+            serde_json::json!({ "dirs": { "host": { "counters": {
+                "holder_preemptions": 100 * k, "grants": 70 * k,
+                "not_deferred_expired": 20 * k, "not_deferred_tick": 4 * k,
+                "not_deferred_running": 3 * k, "not_deferred_kick": 2 * k,
+                "not_deferred_observed": 0, "not_deferred_off": k } } } })
+        };
+        let h = HostRun::between(&snap(1), &snap(3)).unwrap();
+        assert_eq!((h.holder_preemptions, h.grants), (200, 140));
+        assert_eq!(
+            h.why_not,
+            Some(NotDeferred {
+                expired: 40,
+                tick: 8,
+                running: 6,
+                kick: 4,
+                observed: 0,
+                off: 2
+            })
+        );
+        // A host_kvm that does not say why: the counts without reasons.
+        let h = HostRun::between(&host_snapshot(5, 3), &host_snapshot(305, 203)).unwrap();
+        assert_eq!((h.not_deferred(), h.why_not), (100, None));
+    }
+
+    #[test]
     fn host_counters_per_mode_from_l1s_snapshots() {
         // Repetition 2 of the three modes of the hint and static goals at
         // 2x: static, nohint, hostkvm.
@@ -1521,6 +1580,7 @@ mod tests {
             Some(HostRun {
                 holder_preemptions: hp,
                 grants: g,
+                why_not: None,
             })
         };
         assert_eq!(host(&ms, Mode::Static), run(300, 200));
@@ -1530,7 +1590,8 @@ mod tests {
             hk,
             HostRun {
                 holder_preemptions: 400,
-                grants: 320
+                grants: 320,
+                why_not: None,
             }
         );
         assert_eq!(hk.not_deferred(), 80);
@@ -1598,6 +1659,7 @@ mod tests {
             host: Some(HostRun {
                 holder_preemptions: 10,
                 grants: 9,
+                why_not: None,
             }),
         };
         let mut v = serde_json::to_value(&m).unwrap();

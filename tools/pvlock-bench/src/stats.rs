@@ -180,6 +180,11 @@ pub struct HostSummary {
     pub grants: Option<Agg>,
     /// Of those, the ones it did not defer.
     pub not_deferred: Option<Agg>,
+    /// Of those, the ones it did not defer because this tick's grant had
+    /// run out, because it had ended otherwise, because a grant was
+    /// running, and on the way back from a kick (`None` without
+    /// host_kvm's reasons).
+    pub not_deferred_why: Option<[Agg; 4]>,
     /// The share deferred, grants / holder preemptions, over the
     /// repetitions that had a holder preempted.
     pub deferred_share: Option<Agg>,
@@ -254,6 +259,17 @@ fn host_summaries(ms: &[Measurement], cells: &[Cell], reps: u32) -> Vec<HostSumm
                 holder_preemptions: of(&|h: &HostRun| Some(h.holder_preemptions as f64)),
                 grants: of(&|h: &HostRun| Some(h.grants as f64)),
                 not_deferred: of(&|h: &HostRun| Some(h.not_deferred() as f64)),
+                not_deferred_why: (|| {
+                    let by = |f: fn(&crate::extract::NotDeferred) -> i64| {
+                        of(&|h: &HostRun| h.why_not.as_ref().map(|w| f(w) as f64))
+                    };
+                    Some([
+                        by(|w| w.expired)?,
+                        by(|w| w.tick)?,
+                        by(|w| w.running)?,
+                        by(|w| w.kick)?,
+                    ])
+                })(),
                 deferred_share: of(&HostRun::deferred_share),
                 n: runs.len(),
                 per_rep,
@@ -1237,6 +1253,10 @@ pub(crate) mod tests {
                 Some(HostRun {
                     holder_preemptions,
                     grants,
+                    why_not: Some(crate::extract::NotDeferred {
+                        expired: (holder_preemptions - grants) / 2,
+                        ..Default::default()
+                    }),
                 })
             };
             x.host = match (x.key.overcommit, x.key.mode) {

@@ -1575,6 +1575,7 @@ fn hint_bounded(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
     pin(h, cpu)?;
     pin(o, cpu)?;
     let before = hostile.vcpu_stats()?[0].clone();
+    let host_before = ctx.debugfs.try_counters();
     other.target_round(true, Rest::Hlt)?;
     let version = abi::KVM_PVLOCK_ABI_VERSION as u32;
     hostile.start_kicker_loop(
@@ -1590,6 +1591,7 @@ fn hint_bounded(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
     let elapsed = t0.elapsed();
     hostile.stop_kicker()?;
     let after = hostile.vcpu_stats()?[0].clone();
+    let host_after = ctx.debugfs.try_counters();
     let d = |name: &str| -> Result<u64> {
         Ok(after
             .total(name)
@@ -1646,11 +1648,63 @@ fn hint_bounded(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
         "the other VM's vCPU got {share:.3} of the CPU beside a vCPU that claims a critical \
          section all the time (at least 0.45 expected)"
     );
+    hint_reasons(ctx, out, host_before.as_ref(), host_after.as_ref(), in_cs)?;
     other.target_stop_spinning()?;
     // Destroying the hostile VM with a grant perhaps pending: its timer is
     // cancelled with the vCPU (a timer left would fire into freed memory).
     drop(hostile);
     drop(other);
+    Ok(())
+}
+
+/// host_kvm's account of `hint_bounded`'s reschedules (`before` and
+/// `after` its run; `in_cs`, KVM's count of those it deferred none of):
+/// every one counted once, as a grant or by KVM's reason for none, and
+/// the vCPU that claims a critical section all the time preempted for
+/// its grants that ran out.
+fn hint_reasons(
+    ctx: &Ctx,
+    out: &mut Outcome,
+    before: Option<&Counters>,
+    after: Option<&Counters>,
+    in_cs: u64,
+) -> Result<()> {
+    let (Some(before), Some(after)) = (before, after) else {
+        out.note(format!(
+            "{} not readable: the reasons not checked",
+            ctx.debugfs.dir.display()
+        ));
+        return Ok(());
+    };
+    let d = |name: &str| after.delta(before, name);
+    const REASONS: [&str; 6] = [
+        "not_deferred_expired",
+        "not_deferred_tick",
+        "not_deferred_running",
+        "not_deferred_kick",
+        "not_deferred_observed",
+        "not_deferred_off",
+    ];
+    let (held, grants) = (d("holder_preemptions"), d("grants"));
+    let not: i128 = REASONS.iter().map(|r| d(r)).sum();
+    for r in REASONS {
+        out.set(r, d(r));
+    }
+    ensure!(
+        held == grants + not,
+        "host_kvm: {held} holders' reschedules, {grants} grants and {not} not deferred:          a reschedule counted for no reason"
+    );
+    // The grants run out with the vCPU still claiming its critical
+    // section, and its next reschedule in that tick is refused for it.
+    ensure!(
+        d("not_deferred_expired") > 0,
+        "no reschedule refused because this tick's grant ran out (reasons: {:?})",
+        REASONS.map(d)
+    );
+    ensure!(
+        not >= i128::from(in_cs),
+        "KVM deferred {in_cs} reschedules none, host_kvm heard of {not}"
+    );
     Ok(())
 }
 
