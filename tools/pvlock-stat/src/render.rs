@@ -599,7 +599,7 @@ mod tests {
             names(&shown)[..4],
             ["kicks", "kicks_woken", "kicks_held", "kicks_bad_target"]
         );
-        assert_eq!(names(&shown).len(), 27);
+        assert_eq!(names(&shown).len(), Kind::Host.counters().count());
         let some = in_shown_order(snap(
             Kind::Host,
             &[

@@ -95,8 +95,8 @@ pub struct Inputs {
     pub kernel_release: String,
     /// Module files, installed under /lib/modules/<release>/extra/.
     pub modules: Vec<PathBuf>,
-    /// Programs, installed under /usr/bin/; with a static tool, the others
-    /// in its directory too ([`STATIC_TOOLS`]).
+    /// Programs, installed under /usr/bin/: the static tools
+    /// ([`STATIC_TOOLS`]) and what the scenario needs.
     pub programs: Vec<PathBuf>,
     /// Further files: (host path, path in the image).
     pub extra: Vec<(PathBuf, String)>,
@@ -118,26 +118,6 @@ fn file_name(p: &Path) -> String {
 /// silent L2 why (`l2_regs`, `l2_nmi`, `l2_threads`).
 pub const STATIC_TOOLS: [&str; 3] = ["pvlock-stat", "pvlock-kvmtest", "pvlock-qmp"];
 
-/// `programs` and, when one of them is a static tool, the other static
-/// tools found in its directory: the caller may list only some.
-fn with_static_tools(programs: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out = programs.to_vec();
-    let named = |p: &PathBuf, t: &str| file_name(p) == t;
-    let dir = programs
-        .iter()
-        .find(|p| STATIC_TOOLS.iter().any(|t| named(p, t)))
-        .and_then(|p| p.parent());
-    if let Some(dir) = dir {
-        for t in STATIC_TOOLS {
-            let p = dir.join(t);
-            if !out.iter().any(|q| named(q, t)) && p.is_file() {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
 /// Builds the base image, or finds it in `cache`; returns its path.
 pub fn base(inputs: &Inputs, cache: &Path) -> Result<PathBuf> {
     let init = inputs.guest_dir.join("init");
@@ -151,7 +131,7 @@ pub fn base(inputs: &Inputs, cache: &Path) -> Result<PathBuf> {
     for m in &inputs.modules {
         files.push((format!("{moddir}/{}", file_name(m)), 0o644, read(m)?));
     }
-    for p in &with_static_tools(&inputs.programs) {
+    for p in &inputs.programs {
         files.push((format!("usr/bin/{}", file_name(p)), 0o755, read(p)?));
     }
     for (p, dest) in &inputs.extra {
@@ -250,24 +230,6 @@ pub fn with_plans(base: &Path, plans: &[(String, String)], out: &Path) -> Result
 mod tests {
     use super::*;
     use std::io::Read;
-
-    #[test]
-    fn the_static_tools_come_together() {
-        let d = tempfile::tempdir().unwrap();
-        for t in ["pvlock-stat", "pvlock-qmp"] {
-            std::fs::write(d.path().join(t), "").unwrap();
-        }
-        let stat = d.path().join("pvlock-stat");
-        let other = PathBuf::from("/usr/bin/hackbench");
-        assert_eq!(
-            with_static_tools(&[other.clone(), stat.clone()]),
-            [other.clone(), stat.clone(), d.path().join("pvlock-qmp")]
-        );
-        // Listed already, or no static tool to find them by.
-        let qmp = d.path().join("pvlock-qmp");
-        assert_eq!(with_static_tools(&[qmp.clone(), stat.clone()]), [qmp, stat]);
-        assert_eq!(with_static_tools(std::slice::from_ref(&other)), [other]);
-    }
 
     #[test]
     fn newc_layout() {

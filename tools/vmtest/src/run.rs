@@ -39,7 +39,7 @@ pub struct Config {
     pub kdir: PathBuf,
     /// The repository (modules, guest library, scenarios).
     pub repo: PathBuf,
-    /// Where the static tools (pvlock-stat, pvlock-kvmtest) are.
+    /// Where the static tools are ([`initramfs::STATIC_TOOLS`]).
     pub tools_bin: PathBuf,
     /// Cache of base initramfs images.
     pub cache: PathBuf,
@@ -135,7 +135,7 @@ impl Config {
             }
         }
         let mut programs = Vec::new();
-        for p in ["pvlock-stat", "pvlock-kvmtest"] {
+        for p in initramfs::STATIC_TOOLS {
             let path = self.tools_bin.join(p);
             if path.exists() {
                 programs.push(path);
@@ -165,12 +165,7 @@ impl Config {
 /// parse, as `@@PV L0.vmtest regs l1 ...` lines: before the harness asks a
 /// silent L1 by NMI, and before it stops an attempt that it will not let
 /// run to its end, so that a stuck L1 says where it is stuck.
-fn sample_l1(
-    log: &mut std::fs::File,
-    parsed: &mut Parsed,
-    _cfg: &Config,
-    sock: &Path,
-) -> Result<()> {
+fn sample_l1(log: &mut std::fs::File, parsed: &mut Parsed, sock: &Path) -> Result<()> {
     let lines = match qmp::registers(sock) {
         Ok(lines) => lines
             .iter()
@@ -424,7 +419,7 @@ struct Supervisor<'a> {
 impl Supervisor<'_> {
     /// Register samples of L1 into the log and the parse.
     fn sample_l1(&mut self) -> Result<()> {
-        sample_l1(&mut self.log, &mut self.parsed, self.cfg, self.qmp_sock)
+        sample_l1(&mut self.log, &mut self.parsed, self.qmp_sock)
     }
 
     /// The attempt's bound: past it, L1 is sampled and the run stopped.
