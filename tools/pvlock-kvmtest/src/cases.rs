@@ -178,6 +178,14 @@ pub const CASES: &[Case] = &[
         run: hint_bounded,
     },
     Case {
+        name: "hint_observed",
+        needs: Needs::Loaded,
+        about: "a vCPU that claims a critical section all the time with KVM_PVLOCK_HINT_OBSERVE \
+                gets no grant; KVM counts its reschedules in a critical section, and host_kvm \
+                counts the same ones as refused because the guest only lets the host count",
+        run: hint_observed,
+    },
+    Case {
         name: "yield_to_holder",
         needs: Needs::Loaded,
         about: "KVM_HC_SCHED_YIELD to a vCPU preempted while its hint says it only waits is \
@@ -1657,11 +1665,86 @@ fn hint_bounded(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
     Ok(())
 }
 
+/// Case: a hint registered to be observed only defers nothing, and the
+/// host says why.
+fn hint_observed(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
+    const SECS: u64 = 3;
+    let cpu = first_allowed_cpu()?;
+    let vm = ctx.kick_vm(abi::KVM_PVLOCK_KICK_ENABLE)?;
+    vm.write_word(HINT_COUNT, 1);
+    vm.write_word(HINT_WAIT, 0);
+    expect_ret(
+        "KVM_HC_PVLOCK_HINT with KVM_PVLOCK_HINT_OBSERVE",
+        vm.hypercall(
+            abi::KVM_HC_PVLOCK_HINT,
+            [
+                abi::KVM_PVLOCK_HINT_OBSERVE as u32,
+                HINT_COUNT as u32,
+                HINT_WAIT as u32,
+                0,
+            ],
+        )?
+        .ret(),
+        0,
+    )?;
+    // A second VM's vCPU spins on the same CPU: the tick reschedules the
+    // first, which claims a critical section, again and again.
+    let other = ctx.kick_vm(abi::KVM_PVLOCK_KICK_ENABLE)?;
+    let [h, _] = vm.vcpu_tids()?;
+    let [_, o] = other.vcpu_tids()?;
+    pin(h, cpu)?;
+    pin(o, cpu)?;
+    let before = vm.vcpu_stats()?[0].clone();
+    let host_before = ctx.debugfs.try_counters();
+    other.target_round(true, Rest::Hlt)?;
+    let version = abi::KVM_PVLOCK_ABI_VERSION as u32;
+    vm.start_kicker_loop(
+        abi::KVM_HC_PVLOCK_GET_PARAM,
+        [abi::KVM_PVLOCK_PARAM_VERSION as u32, 0, 0, 0],
+        u32::MAX,
+        version,
+    )?;
+    thread::sleep(Duration::from_secs(SECS));
+    vm.stop_kicker()?;
+    let after = vm.vcpu_stats()?[0].clone();
+    let host_after = ctx.debugfs.try_counters();
+    other.target_stop_spinning()?;
+    let d = |name: &str| -> Result<u64> {
+        Ok(after
+            .total(name)
+            .with_context(|| format!("KVM has no {name}"))?
+            - before.total(name).unwrap_or(0))
+    };
+    let (grants, in_cs) = (d("pvlock_grants")?, d("pvlock_preempted_in_cs")?);
+    out.set("grants", grants);
+    out.set("preempted_in_cs", in_cs);
+    ensure!(grants == 0, "{grants} grants to a vCPU whose hint is only observed");
+    ensure!(
+        in_cs > 0,
+        "no reschedule of a vCPU in a critical section counted in {SECS} s beside a spinning vCPU"
+    );
+    hint_reasons(ctx, out, host_before.as_ref(), host_after.as_ref(), in_cs)?;
+    if let (Some(b), Some(a)) = (host_before.as_ref(), host_after.as_ref()) {
+        let observed = a.delta(b, "not_deferred_observed");
+        ensure!(
+            observed == i128::from(in_cs),
+            "host_kvm counted {observed} reschedules refused as observed, KVM {in_cs}"
+        );
+    }
+    Ok(())
+}
+
 /// host_kvm's account of `hint_bounded`'s reschedules (`before` and
 /// `after` its run; `in_cs`, KVM's count of those it deferred none of):
 /// every one counted once, as a grant or by KVM's reason for none, and
-/// the vCPU that claims a critical section all the time preempted for
-/// its grants that ran out.
+/// the ones not deferred the very ones KVM counted.
+///
+/// A grant that runs out asks a full reschedule (its timer's
+/// set_need_resched_current()), which the host takes at its first
+/// preemption point after the exit, before the check on the way back
+/// into the guest: it is counted as run out (`pvlock_grants_expired`),
+/// never refused there. Only lazy reschedules (the tick's, with
+/// PREEMPT_LAZY) wait for that check.
 fn hint_reasons(
     ctx: &Ctx,
     out: &mut Outcome,
@@ -1692,18 +1775,14 @@ fn hint_reasons(
     }
     ensure!(
         held == grants + not,
-        "host_kvm: {held} holders' reschedules, {grants} grants and {not} not deferred:          a reschedule counted for no reason"
+        "host_kvm: {held} holders' reschedules, {grants} grants and {not} not deferred: \
+         a reschedule counted for no reason"
     );
-    // The grants run out with the vCPU still claiming its critical
-    // section, and its next reschedule in that tick is refused for it.
     ensure!(
-        d("not_deferred_expired") > 0,
-        "no reschedule refused because this tick's grant ran out (reasons: {:?})",
+        not == i128::from(in_cs),
+        "KVM deferred {in_cs} reschedules none, host_kvm counted {not} for a reason \
+         (reasons: {:?})",
         REASONS.map(d)
-    );
-    ensure!(
-        not >= i128::from(in_cs),
-        "KVM deferred {in_cs} reschedules none, host_kvm heard of {not}"
     );
     Ok(())
 }
