@@ -299,6 +299,10 @@ impl PvlockHost for Host {
         ns
     }
 
+    fn holder_preempted(_vcpu: &Vcpu) {
+        count(Counter::HoldersPreempted);
+    }
+
     fn advise(vm: &Vm, load: &Load, in_force: u64, saved: &mut u64) -> u64 {
         let state = vm.pvlock_state();
         if !enabled(&state) {

@@ -374,6 +374,10 @@ stat_list! {
         NotDeferredObserved = c"not_deferred_observed",
         /// ... not deferred: `grant_us=0`, or pvlock not enabled for the VM.
         NotDeferredOff = c"not_deferred_off",
+        /// vCPU threads preempted while their guest was in a critical
+        /// section and not waiting, whatever preempted them (counted in
+        /// the scheduler, where it happens).
+        HoldersPreempted = c"holders_preempted",
     }
 }
 

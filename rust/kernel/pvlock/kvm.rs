@@ -309,6 +309,13 @@ pub trait PvlockHost: 'static {
     /// thread with preemption disabled: it must not sleep.
     fn grant_ns(vcpu: &Vcpu, why: Grant) -> u64;
 
+    /// `vcpu`'s thread was preempted while its guest was in a critical
+    /// section and not waiting for a lock, whatever preempted it (the
+    /// tick, a wake-up, a grant that ran out). Called in the scheduler, on
+    /// `vcpu`'s thread, with interrupts disabled: it must not sleep, take
+    /// a lock that an interrupt takes, or print.
+    fn holder_preempted(vcpu: &Vcpu);
+
     /// The advice (`KVM_PVLOCK_PARAM_ADVICE`) for `vm` under `load`, from
     /// the advice in force, `advice`, and the module's own `state` for the
     /// VM (0 at first), which it may change. Called for every VM from
@@ -328,6 +335,7 @@ impl<T: PvlockHost> Adapter<T> {
         wait_end: Some(Self::wait_end),
         advise: Some(Self::advise),
         grant_ns: Some(Self::grant_ns),
+        holder_preempted: Some(Self::holder_preempted),
     };
 
     /// # Safety
@@ -409,6 +417,14 @@ impl<T: PvlockHost> Adapter<T> {
         };
         // SAFETY: KVM passes a live vCPU.
         T::grant_ns(unsafe { Vcpu::from_raw(vcpu) }, why)
+    }
+
+    /// # Safety
+    ///
+    /// `vcpu` is a live vCPU, on its own thread (KVM's call).
+    unsafe extern "C" fn holder_preempted(vcpu: *mut bindings::kvm_vcpu) {
+        // SAFETY: KVM passes the live vCPU, on its own thread.
+        T::holder_preempted(unsafe { Vcpu::from_raw(vcpu) })
     }
 
     /// # Safety

@@ -216,6 +216,13 @@ pub struct HostRun {
     /// Why KVM deferred the others none (`None`: a host_kvm from before
     /// it said).
     pub why_not: Option<NotDeferred>,
+    /// vCPU threads preempted in a critical section, whatever preempted
+    /// them, counted in the scheduler (`holders_preempted`; `None`: a
+    /// host_kvm from before it counted them): the number the hint is
+    /// meant to cut, where the ones above are only those the check on the
+    /// way back into the guest saw.
+    #[serde(default)]
+    pub holders_preempted: Option<i64>,
 }
 
 /// Why KVM deferred a holder's reschedule none: host_kvm's
@@ -260,6 +267,7 @@ impl HostRun {
             holder_preemptions: delta("holder_preemptions")?,
             grants: delta("grants")?,
             why_not,
+            holders_preempted: delta("holders_preempted"),
         })
     }
 
@@ -1513,10 +1521,12 @@ mod tests {
                 "holder_preemptions": 100 * k, "grants": 70 * k,
                 "not_deferred_expired": 20 * k, "not_deferred_tick": 4 * k,
                 "not_deferred_running": 3 * k, "not_deferred_kick": 2 * k,
-                "not_deferred_observed": 0, "not_deferred_off": k } } } })
+                "not_deferred_observed": 0, "not_deferred_off": k,
+                "holders_preempted": 50 * k } } } })
         };
         let h = HostRun::between(&snap(1), &snap(3)).unwrap();
         assert_eq!((h.holder_preemptions, h.grants), (200, 140));
+        assert_eq!(h.holders_preempted, Some(100));
         assert_eq!(
             h.why_not,
             Some(NotDeferred {
@@ -1531,6 +1541,7 @@ mod tests {
         // A host_kvm that does not say why: the counts without reasons.
         let h = HostRun::between(&host_snapshot(5, 3), &host_snapshot(305, 203)).unwrap();
         assert_eq!((h.not_deferred(), h.why_not), (100, None));
+        assert_eq!(h.holders_preempted, None);
     }
 
     #[test]
@@ -1581,6 +1592,7 @@ mod tests {
                 holder_preemptions: hp,
                 grants: g,
                 why_not: None,
+                holders_preempted: None,
             })
         };
         assert_eq!(host(&ms, Mode::Static), run(300, 200));
@@ -1592,6 +1604,7 @@ mod tests {
                 holder_preemptions: 400,
                 grants: 320,
                 why_not: None,
+                holders_preempted: None,
             }
         );
         assert_eq!(hk.not_deferred(), 80);
@@ -1660,6 +1673,7 @@ mod tests {
                 holder_preemptions: 10,
                 grants: 9,
                 why_not: None,
+                holders_preempted: Some(4),
             }),
         };
         let mut v = serde_json::to_value(&m).unwrap();

@@ -294,7 +294,7 @@ pub fn host_table(s: &Summary, reps: u32) -> Option<String> {
         return None;
     }
     let mut t = String::from(
-        "| overcommit | mode | workloads of its guests | lock holders preempted | deferred (grants) | share deferred | not deferred | not deferred because the grant ran out / ended otherwise / was running / after a kick |\n|---|---|---|---|---|---|---|---|\n",
+        "| overcommit | mode | workloads of its guests | lock holders preempted | deferred (grants) | share deferred | not deferred | not deferred because the grant ran out / ended otherwise / was running / after a kick | preempted in a critical section, any cause (scheduler) |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     let count = |a: &Option<Agg>| a.as_ref().map(fmt_count_agg).unwrap_or_else(|| "-".into());
     for h in &s.host {
@@ -318,7 +318,7 @@ pub fn host_table(s: &Summary, reps: u32) -> Option<String> {
             .unwrap_or_else(|| "-".into());
         let _ = writeln!(
             t,
-            "| {} | {} | {} | {preempted} | {} | {} | {} | {why} |",
+            "| {} | {} | {} | {preempted} | {} | {} | {} | {why} | {} |",
             h.overcommit.label(),
             h.mode.label(),
             ws.join(", "),
@@ -328,6 +328,7 @@ pub fn host_table(s: &Summary, reps: u32) -> Option<String> {
                 .map(fmt_share)
                 .unwrap_or_else(|| "-".into()),
             count(&h.not_deferred),
+            count(&h.holders_preempted),
         );
     }
     Some(t)
@@ -659,7 +660,7 @@ pub fn markdown(r: &Results) -> String {
     if let Some(t) = host_table(&r.summary, reps) {
         let _ = writeln!(
             o,
-            "## Lock holders preempted (host_kvm), per guest_pvlock mode\n\nhost_kvm's counters over all of L1's VMs, the differences of L1's snapshots right before and right after each mode's guests: they cover each guest's **whole boot, every workload listed, not the contended workload alone**. Per L1 boot, median [min, max] over the repetitions in which every measurement of the mode at that level has a number and came from one boot. Lock holders preempted: reschedules of a vCPU whose guest was in a critical section (`holder_preemptions`; guests with the hint on, hint=1, and observed, hint=2); deferred: those host_kvm let run on instead (`grants`, hint=1 only); not deferred: the difference, and its medians by KVM's reason for deferring none (host_kvm's `not_deferred_*`: this tick's grant ran out with the lock still held, it ended otherwise, a grant was running, the way back from a kick; the rest, `hint=2` guests' and `grant_us=0`, make up the difference).\n\n{t}"
+            "## Lock holders preempted (host_kvm), per guest_pvlock mode\n\nhost_kvm's counters over all of L1's VMs, the differences of L1's snapshots right before and right after each mode's guests: they cover each guest's **whole boot, every workload listed, not the contended workload alone**. Per L1 boot, median [min, max] over the repetitions in which every measurement of the mode at that level has a number and came from one boot. Lock holders preempted: reschedules of a vCPU whose guest was in a critical section (`holder_preemptions`; guests with the hint on, hint=1, and observed, hint=2); deferred: those host_kvm let run on instead (`grants`, hint=1 only); not deferred: the difference, and its medians by KVM's reason for deferring none (host_kvm's `not_deferred_*`: this tick's grant ran out with the lock still held, it ended otherwise, a grant was running, the way back from a kick; the rest, `hint=2` guests' and `grant_us=0`, make up the difference). Preempted in a critical section, any cause: the vCPU threads L1's scheduler took off their CPU while their guest was in a critical section and not waiting (`holders_preempted`, counted where it happens: the tick's reschedules not deferred, a wake-up's preemption, which the check on the way back into the guest never sees, and grants that ran out); hint=1 and hint=2 guests alike, the like-for-like number for the hint's effect.\n\n{t}"
         );
     }
     if let Some(t) = kicks_table(r) {
@@ -973,14 +974,14 @@ pub(crate) mod tests {
         let t = host_table(&r.summary, 3).unwrap();
         assert_eq!(
             t,
-            "| overcommit | mode | workloads of its guests | lock holders preempted | deferred (grants) | share deferred | not deferred | not deferred because the grant ran out / ended otherwise / was running / after a kick |\n\
-             |---|---|---|---|---|---|---|---|\n\
-             | 1x | pvlock-kickcpu | contended | 20 | 20 | 100% | 0 | 0 / 0 / 0 / 0 |\n\
-             | 1x | pvlock-hostkvm | uncontended, contended | 20 | 20 | 100% | 0 | 0 / 0 / 0 / 0 |\n\
-             | 2x | pvlock-kickcpu | contended | 1000 | 850 | 85% | 150 | 75 / 0 / 0 / 0 |\n\
-             | 2x | pvlock-hostkvm | contended | 1000 | 840 [820, 860] | 84% [82%, 86%] | 160 [140, 180] | 80 / 0 / 0 / 0 |\n\
-             | 2x | pvlock-static | contended | 1000 | 850 | 85% | 150 | 75 / 0 / 0 / 0 |\n\
-             | 2x | pvlock-nohint | contended | 1100 [1000, 1200] | 0 | 0% | 1100 [1000, 1200] | 550 / 0 / 0 / 0 |\n"
+            "| overcommit | mode | workloads of its guests | lock holders preempted | deferred (grants) | share deferred | not deferred | not deferred because the grant ran out / ended otherwise / was running / after a kick | preempted in a critical section, any cause (scheduler) |\n\
+             |---|---|---|---|---|---|---|---|---|\n\
+             | 1x | pvlock-kickcpu | contended | 20 | 20 | 100% | 0 | 0 / 0 / 0 / 0 | 7 |\n\
+             | 1x | pvlock-hostkvm | uncontended, contended | 20 | 20 | 100% | 0 | 0 / 0 / 0 / 0 | 7 |\n\
+             | 2x | pvlock-kickcpu | contended | 1000 | 850 | 85% | 150 | 75 / 0 / 0 / 0 | 157 |\n\
+             | 2x | pvlock-hostkvm | contended | 1000 | 840 [820, 860] | 84% [82%, 86%] | 160 [140, 180] | 80 / 0 / 0 / 0 | 167 [147, 187] |\n\
+             | 2x | pvlock-static | contended | 1000 | 850 | 85% | 150 | 75 / 0 / 0 / 0 | 157 |\n\
+             | 2x | pvlock-nohint | contended | 1100 [1000, 1200] | 0 | 0% | 1100 [1000, 1200] | 550 / 0 / 0 / 0 | 1107 [1007, 1207] |\n"
         );
         let t = hint_table(&r.summary, 3).unwrap();
         assert_eq!(

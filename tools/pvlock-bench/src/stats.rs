@@ -185,6 +185,9 @@ pub struct HostSummary {
     /// running, and on the way back from a kick (`None` without
     /// host_kvm's reasons).
     pub not_deferred_why: Option<[Agg; 4]>,
+    /// vCPU threads preempted in a critical section, whatever preempted
+    /// them (the scheduler's count; `None` without it).
+    pub holders_preempted: Option<Agg>,
     /// The share deferred, grants / holder preemptions, over the
     /// repetitions that had a holder preempted.
     pub deferred_share: Option<Agg>,
@@ -259,6 +262,7 @@ fn host_summaries(ms: &[Measurement], cells: &[Cell], reps: u32) -> Vec<HostSumm
                 holder_preemptions: of(&|h: &HostRun| Some(h.holder_preemptions as f64)),
                 grants: of(&|h: &HostRun| Some(h.grants as f64)),
                 not_deferred: of(&|h: &HostRun| Some(h.not_deferred() as f64)),
+                holders_preempted: of(&|h: &HostRun| h.holders_preempted.map(|v| v as f64)),
                 not_deferred_why: (|| {
                     let by = |f: fn(&crate::extract::NotDeferred) -> i64| {
                         of(&|h: &HostRun| h.why_not.as_ref().map(|w| f(w) as f64))
@@ -1257,6 +1261,7 @@ pub(crate) mod tests {
                         expired: (holder_preemptions - grants) / 2,
                         ..Default::default()
                     }),
+                    holders_preempted: Some(holder_preemptions - grants + 7),
                 })
             };
             x.host = match (x.key.overcommit, x.key.mode) {

@@ -115,7 +115,7 @@ impl Histogram {
 /// (Documentation/virt/kvm/pvlock.rst): lock waits and kicks, then the
 /// critical-section hint's grants, the holders' reschedules not deferred,
 /// and the directed yields the hint steered.
-pub const KVM_VCPU_COUNTERS: [&str; 13] = [
+pub const KVM_VCPU_COUNTERS: [&str; 14] = [
     "pvlock_waits",
     "pvlock_waits_at_once",
     "pvlock_waits_kicked",
@@ -127,6 +127,7 @@ pub const KVM_VCPU_COUNTERS: [&str; 13] = [
     "pvlock_grants_expired",
     "pvlock_grants_cut",
     "pvlock_preempted_in_cs",
+    "pvlock_sched_out_in_cs",
     "pvlock_yields_redirected",
     "pvlock_yields_refused",
 ];
@@ -160,8 +161,8 @@ mod tests {
 
     #[test]
     fn names_come_from_the_abi() {
-        assert_eq!(Kind::Host.counters().count(), 33);
-        assert_eq!(Kind::Host.counters().last(), Some("not_deferred_off"));
+        assert_eq!(Kind::Host.counters().count(), 34);
+        assert_eq!(Kind::Host.counters().last(), Some("holders_preempted"));
         assert_eq!(Kind::Guest.counters().count(), 27);
         assert_eq!(Kind::Host.counters().next(), Some("kicks"));
         assert_eq!(Kind::Guest.counters().next(), Some("taken_slow"));

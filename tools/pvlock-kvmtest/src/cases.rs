@@ -1606,11 +1606,12 @@ fn hint_bounded(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
             .with_context(|| format!("KVM has no {name}"))?
             - before.total(name).unwrap_or(0))
     };
-    let (grants, expired, cut, in_cs) = (
+    let (grants, expired, cut, in_cs, sched_out) = (
         d("pvlock_grants")?,
         d("pvlock_grants_expired")?,
         d("pvlock_grants_cut")?,
         d("pvlock_preempted_in_cs")?,
+        d("pvlock_sched_out_in_cs")?,
     );
     let (hs, os) = (h1 - h0, o1 - o0);
     let share = os as f64 / (hs + os).max(1) as f64;
@@ -1620,6 +1621,7 @@ fn hint_bounded(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
     out.set("grants_expired", expired);
     out.set("grants_cut", cut);
     out.set("preempted_in_cs", in_cs);
+    out.set("sched_out_in_cs", sched_out);
     out.set("hostile_ms", hs / 1_000_000);
     out.set("other_ms", os / 1_000_000);
     out.set("other_share", format!("{share:.3}"));
@@ -1657,6 +1659,21 @@ fn hint_bounded(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
          section all the time (at least 0.45 expected)"
     );
     hint_reasons(ctx, out, host_before.as_ref(), host_after.as_ref(), in_cs)?;
+    // A grant that runs out preempts the vCPU at once, in its critical
+    // section, beside a runnable vCPU: the scheduler's count sees it
+    // where the check on the way into the guest does not.
+    ensure!(
+        sched_out >= expired / 2 && sched_out > 0,
+        "{expired} grants ran out beside a runnable vCPU, and KVM saw {sched_out} \
+         preemptions in a critical section"
+    );
+    if let (Some(b), Some(a)) = (host_before.as_ref(), host_after.as_ref()) {
+        let host = a.delta(b, "holders_preempted");
+        ensure!(
+            host == i128::from(sched_out),
+            "host_kvm counted {host} holders preempted, KVM {sched_out}"
+        );
+    }
     other.target_stop_spinning()?;
     // Destroying the hostile VM with a grant perhaps pending: its timer is
     // cancelled with the vCPU (a timer left would fire into freed memory).
@@ -1718,7 +1735,10 @@ fn hint_observed(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
     let (grants, in_cs) = (d("pvlock_grants")?, d("pvlock_preempted_in_cs")?);
     out.set("grants", grants);
     out.set("preempted_in_cs", in_cs);
-    ensure!(grants == 0, "{grants} grants to a vCPU whose hint is only observed");
+    ensure!(
+        grants == 0,
+        "{grants} grants to a vCPU whose hint is only observed"
+    );
     ensure!(
         in_cs > 0,
         "no reschedule of a vCPU in a critical section counted in {SECS} s beside a spinning vCPU"

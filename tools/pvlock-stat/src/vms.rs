@@ -185,8 +185,12 @@ mod tests {
             ("pvlock_grants_expired".into(), Some(9))
         );
         assert_eq!(
-            vms[1].counters[13],
-            ("pvlock_advice_dedicated".into(), Some(14))
+            vms[1].counters[11],
+            ("pvlock_sched_out_in_cs".into(), Some(12))
+        );
+        assert_eq!(
+            vms[1].counters[14],
+            ("pvlock_advice_dedicated".into(), Some(15))
         );
         let t = table(&vms);
         let lines: Vec<&str> = t.lines().collect();
@@ -195,7 +199,7 @@ mod tests {
         assert!(lines[1].starts_with("98-12   qemu-system-x86"), "{t}");
         assert!(lines[0].ends_with("load_preempted"), "{t}");
         assert!(lines[0].contains("grants_cut"), "{t}");
-        assert!(lines[2].ends_with(" 18"), "{t}");
+        assert!(lines[2].ends_with(" 19"), "{t}");
         let j: serde_json::Value = serde_json::from_str(&json(&vms)).unwrap();
         assert_eq!(j["vms"][1]["counters"]["pvlock_waits_kicked"], 3);
     }
