@@ -46,6 +46,7 @@ impl Status {
 
 // --- vmtest's result JSON, read with vmtest's own types ------------------
 
+use pvlock_common::stats::{Kind, StatDoc};
 use vmtest::console::Node;
 
 /// The `result` of a run, read; one that does not parse (a vmtest of
@@ -123,7 +124,7 @@ pub struct Instance {
     #[serde(default)]
     pub adaptive: Option<AdaptiveRun>,
     /// The pvlock-stat snapshot taken right after the workload.
-    pub stat: Option<Value>,
+    pub stat: Option<StatDoc>,
     /// Kernel problems this guest reported (whole boot).
     pub problems: Vec<String>,
 }
@@ -247,7 +248,7 @@ impl HostRun {
     /// From L1's pvlock-stat snapshots before and after a mode's guests.
     /// `None` if `after` lacks the counters (a host_kvm from before the
     /// hint), or if one went down (zeroed in between).
-    pub fn between(before: &Value, after: &Value) -> Option<Self> {
+    pub fn between(before: &StatDoc, after: &StatDoc) -> Option<Self> {
         let (b, a) = (host_counters(before), host_counters(after));
         let delta = |c: &str| -> Option<i64> {
             let d = a.get(c)? - b.get(c).copied().unwrap_or(0);
@@ -339,7 +340,7 @@ pub struct HostSide {
     /// L1's module loads (`host_kvm loaded params=[force=1]`).
     pub modules: Vec<String>,
     /// host_kvm's pvlock-stat snapshot after the last guest.
-    pub host_stat: Option<Value>,
+    pub host_stat: Option<StatDoc>,
     /// KVM hypercalls per `<instance>:<mark>`, by number.
     pub hypercalls: BTreeMap<String, BTreeMap<String, u64>>,
     /// L1's kernel warnings.
@@ -348,25 +349,24 @@ pub struct HostSide {
     pub problems: Vec<String>,
 }
 
-fn counters_at(stat: &Value, dir: &str) -> BTreeMap<String, i64> {
-    stat.pointer(&format!("/dirs/{dir}/counters"))
-        .and_then(Value::as_object)
+fn counters_at(stat: &StatDoc, kind: Kind) -> BTreeMap<String, i64> {
+    stat.counters(kind)
         .map(|m| {
             m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_i64()?)))
+                .filter_map(|(k, v)| Some((k.clone(), i64::try_from(*v).ok()?)))
                 .collect()
         })
         .unwrap_or_default()
 }
 
 /// guest_pvlock's counters in a pvlock-stat snapshot.
-fn counters(stat: &Value) -> BTreeMap<String, i64> {
-    counters_at(stat, "guest")
+fn counters(stat: &StatDoc) -> BTreeMap<String, i64> {
+    counters_at(stat, Kind::Guest)
 }
 
 /// host_kvm's counters in a pvlock-stat snapshot.
-fn host_counters(stat: &Value) -> BTreeMap<String, i64> {
-    counters_at(stat, "host")
+fn host_counters(stat: &StatDoc) -> BTreeMap<String, i64> {
+    counters_at(stat, Kind::Host)
 }
 
 /// A node's pvlock-stat snapshots by the id of the `stat` step that took
@@ -374,7 +374,7 @@ fn host_counters(stat: &Value) -> BTreeMap<String, i64> {
 /// the first that did not finish (killed, or the node stopped: what
 /// follows cannot be matched). Nothing if a snapshot failed (`stat-error`:
 /// which step's is not known).
-fn snapshots(node: &Node) -> BTreeMap<&str, &Value> {
+fn snapshots(node: &Node) -> BTreeMap<&str, &StatDoc> {
     let mut out = BTreeMap::new();
     if !node.stat_errors.is_empty() {
         return out;
@@ -959,6 +959,16 @@ pub fn host_side(result: &Value) -> HostSide {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// guest_pvlock's counters in a pvlock-stat snapshot's JSON.
+    fn counters_of(v: &Value) -> BTreeMap<String, i64> {
+        counters(&doc(v.clone()))
+    }
+
+    /// A pvlock-stat snapshot from its JSON.
+    fn doc(v: Value) -> StatDoc {
+        serde_json::from_value(v).expect("a pvlock-stat snapshot")
+    }
     use crate::matrix::{contended_2x, plan, Overcommit};
 
     fn unit2x() -> Unit {
@@ -1016,7 +1026,7 @@ mod tests {
         assert!(ms.iter().all(|m| m.host.is_none()));
         let host = host_side(&report["result"]);
         assert_eq!(
-            host.host_stat.unwrap()["dirs"]["host"]["counters"]["kicks"],
+            host.host_stat.unwrap().counters(Kind::Host).unwrap()["kicks"],
             6053
         );
         assert_eq!(host.modules, ["host_kvm loaded params=[force=1]"]);
@@ -1524,7 +1534,7 @@ mod tests {
                 "not_deferred_observed": 0, "not_deferred_off": k,
                 "holders_preempted": 50 * k } } } })
         };
-        let h = HostRun::between(&snap(1), &snap(3)).unwrap();
+        let h = HostRun::between(&doc(snap(1)), &doc(snap(3))).unwrap();
         assert_eq!((h.holder_preemptions, h.grants), (200, 140));
         assert_eq!(h.holders_preempted, Some(100));
         assert_eq!(
@@ -1539,7 +1549,7 @@ mod tests {
             })
         );
         // A host_kvm that does not say why: the counts without reasons.
-        let h = HostRun::between(&host_snapshot(5, 3), &host_snapshot(305, 203)).unwrap();
+        let h = HostRun::between(&doc(host_snapshot(5, 3)), &doc(host_snapshot(305, 203))).unwrap();
         assert_eq!((h.not_deferred(), h.why_not), (100, None));
         assert_eq!(h.holders_preempted, None);
     }
@@ -1646,8 +1656,11 @@ mod tests {
         assert!(ms.iter().all(|m| m.host.is_none()));
         // The host side keeps the last snapshot, after the last guest.
         assert_eq!(
-            host_side(&result(l1(4, vec![]))).host_stat.unwrap()["dirs"]["host"]["counters"]
-                ["grants"],
+            host_side(&result(l1(4, vec![])))
+                .host_stat
+                .unwrap()
+                .counters(Kind::Host)
+                .unwrap()["grants"],
             523
         );
     }
@@ -1717,27 +1730,27 @@ mod tests {
             ("switch_last_ns", 200_000),
             ("switch_max_ns", 450_000),
         ]);
-        let a = AdaptiveRun::between(&counters(&before), &counters(&after)).unwrap();
+        let a = AdaptiveRun::between(&counters_of(&before), &counters_of(&after)).unwrap();
         assert_eq!((a.to_native, a.to_pvlock), (1, 1));
         assert_eq!((a.native_ns, a.pvlock_ns), (9_700_000_000, 300_000_000));
         assert!((a.native_share.unwrap() - 0.97).abs() < 1e-12);
         assert_eq!(a.switch_max_ns, Some(450_000));
         // Nothing before: since load.
-        let a = AdaptiveRun::between(&BTreeMap::new(), &counters(&after)).unwrap();
+        let a = AdaptiveRun::between(&BTreeMap::new(), &counters_of(&after)).unwrap();
         assert_eq!((a.to_native, a.to_pvlock), (2, 1));
         // No time passed on either lock: no share.
-        let a = AdaptiveRun::between(&counters(&after), &counters(&after)).unwrap();
+        let a = AdaptiveRun::between(&counters_of(&after), &counters_of(&after)).unwrap();
         assert_eq!((a.to_native, a.native_share), (0, None));
         // Zeroed in between: nothing to say.
         assert_eq!(
-            AdaptiveRun::between(&counters(&after), &counters(&before)),
+            AdaptiveRun::between(&counters_of(&after), &counters_of(&before)),
             None
         );
         // A guest_pvlock without the adaptive counters.
-        let old = counters(&snapshot(&[("kicks", 3)]));
+        let old = counters_of(&snapshot(&[("kicks", 3)]));
         assert_eq!(AdaptiveRun::between(&BTreeMap::new(), &old), None);
         // Two guests: the sums, the share of the sums, the longest switch.
-        let one = AdaptiveRun::between(&counters(&before), &counters(&after)).unwrap();
+        let one = AdaptiveRun::between(&counters_of(&before), &counters_of(&after)).unwrap();
         let idle = AdaptiveRun {
             pvlock_ns: 10_000_000_000,
             switch_max_ns: Some(100),
@@ -1827,7 +1840,7 @@ mod tests {
         let mut i2 = i.clone();
         i2.adaptive = AdaptiveRun::between(
             &BTreeMap::new(),
-            &counters(&snapshot(&[
+            &counters_of(&snapshot(&[
                 ("switches_to_native", 0),
                 ("switches_to_pvlock", 0),
                 ("time_native_ns", 0),

@@ -148,6 +148,53 @@ pub const KVM_VM_ADVICE: [&str; 5] = [
 /// of the wait it ended.
 pub const KVM_VCPU_KICK_LATENCY_HIST: &str = "pvlock_kick_latency_hist";
 
+/// pvlock-stat's `--json` snapshot as it reads back (`pvlock-stat
+/// --json`: `{"debugfs": ROOT, "dirs": {"guest"|"host": {"path",
+/// "counters", "info", "histograms": {NAME: {"unit", "buckets"}}}}}`): the
+/// one type by which the harness keeps a snapshot (a `stat` step's
+/// result) and the benchmark reads it. The counters' names are the ABI's
+/// ([`Kind::counters`]); maps are ordered by name here, by the module's
+/// order in pvlock-stat's own output.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StatDoc {
+    /// Where debugfs was.
+    pub debugfs: String,
+    /// By kind (`guest`, `host`; [`Kind::label`]).
+    pub dirs: std::collections::BTreeMap<String, StatDir>,
+}
+
+/// One module's directory in a [`StatDoc`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StatDir {
+    /// The directory.
+    pub path: String,
+    /// Counter values by name.
+    pub counters: std::collections::BTreeMap<String, u64>,
+    /// The info files' contents by name.
+    pub info: std::collections::BTreeMap<String, String>,
+    /// Histograms by name.
+    pub histograms: std::collections::BTreeMap<String, StatHistogram>,
+}
+
+/// One histogram in a [`StatDir`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StatHistogram {
+    /// The unit of its values (`ns`).
+    pub unit: String,
+    /// Bucket counts ([`crate::abi::HIST_BUCKETS`] of them).
+    pub buckets: Vec<u32>,
+}
+
+impl StatDoc {
+    /// The counters of the directory of `kind` (empty if it has none).
+    pub fn counters(&self, kind: Kind) -> Option<&std::collections::BTreeMap<String, u64>> {
+        self.dirs.get(kind.label()).map(|d| &d.counters)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -682,5 +682,10 @@ mod tests {
         let text = json(Path::new("/d"), &[g, h]);
         assert!(!text.contains('\n'));
         assert!(text.starts_with(r#"{"debugfs":"/d","dirs":{"guest":{"path":"/d/pvlock","counters":{"taken_slow":3,"kicks":1},"info":{"lock_ops":"pvlock"},"histograms":{}},"host":"#), "{text}");
+        // What the harness and the benchmark read it as.
+        let doc: pvlock_common::stats::StatDoc = serde_json::from_str(&text).unwrap();
+        assert_eq!(doc.counters(Kind::Guest).unwrap()["taken_slow"], 3);
+        assert_eq!(doc.dirs["guest"].info["lock_ops"], "pvlock");
+        assert!(doc.counters(Kind::Host).unwrap().is_empty());
     }
 }

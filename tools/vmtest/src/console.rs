@@ -184,7 +184,8 @@ pub struct Node {
     pub modules: Vec<String>,
     pub dmesg: Vec<String>,
     pub params: BTreeMap<String, BTreeMap<String, String>>,
-    pub stats: Vec<serde_json::Value>,
+    /// `stat` steps' snapshots (pvlock-stat `--json`).
+    pub stats: Vec<pvlock_common::stats::StatDoc>,
     pub stat_errors: Vec<String>,
     pub info: BTreeMap<String, String>,
     pub locktorture: Vec<Locktorture>,
@@ -1167,7 +1168,7 @@ impl Node {
         match event {
             "stat" => match serde_json::from_str(&data) {
                 Ok(v) => self.stats.push(v),
-                Err(e) => self.stat_errors.push(format!("bad JSON ({e}): {data}")),
+                Err(e) => self.stat_errors.push(format!("bad snapshot ({e}): {data}")),
             },
             "stat-error" => self.stat_errors.push(data),
             "info" => {
@@ -1505,27 +1506,33 @@ mod tests {
         let g = &p.nodes["g-1"];
         assert!(g.stat_errors.is_empty(), "{:?}", g.stat_errors);
         assert_eq!(g.stats.len(), 1);
-        assert_eq!(g.stats[0]["dirs"]["guest"]["counters"]["mode_changes"], 1);
-        assert_eq!(
-            g.stats[0]["dirs"]["guest"]["histograms"]["histo_blocked"]["buckets"][3],
-            20
-        );
+        let guest = &g.stats[0].dirs["guest"];
+        assert_eq!(guest.counters["mode_changes"], 1);
+        assert_eq!(guest.histograms["histo_blocked"].buckets[3], 20);
         // A kernel problem in the cut is still seen.
         let mut q = Parsed::default();
-        q.line(r#"[g-1] @@PV L2.g-1 stat {"a":[1,[   9.000001] BUG: soft lockup - CPU#1 stuck for 22s!"#);
-        q.line("[g-1] 2]}");
-        assert_eq!(q.nodes["g-1"].stats[0]["a"][1], 2);
+        q.line(r#"[g-1] @@PV L2.g-1 stat {"dirs":{"guest":{"counters":{"kicks":1,[   9.000001] BUG: soft lockup - CPU#1 stuck for 22s!"#);
+        q.line(r#"[g-1] "halts_head":2}}}}"#);
+        assert_eq!(
+            q.nodes["g-1"].stats[0].dirs["guest"].counters["halts_head"],
+            2
+        );
         assert_eq!(q.nodes["g-1"].problems.len(), 1);
         // A cut line whose rest never comes is bad JSON, as before.
         let mut r = Parsed::default();
-        r.line(r#"[g-1] @@PV L2.g-1 stat {"a":[1,[   9.000001] ACPI: PM: x"#);
+        r.line(r#"[g-1] @@PV L2.g-1 stat {"dirs":{"guest":{"counters":{"kicks":1,[   9.000001] ACPI: PM: x"#);
         r.line("[g-1] @@PV L2.g-1 step-end stat6 rc=0 secs=0.25");
         assert!(r.nodes["g-1"].stats.is_empty());
         assert_eq!(r.nodes["g-1"].stat_errors.len(), 1);
         // Whole JSON is never cut, whatever it quotes.
         let mut w = Parsed::default();
-        w.line(r#"[g-1] @@PV L2.g-1 stat {"m":"[   9.000001] x"}"#);
+        w.line(r#"[g-1] @@PV L2.g-1 stat {"debugfs":"[   9.000001] x"}"#);
         assert_eq!(w.nodes["g-1"].stats.len(), 1);
+        // Not a pvlock-stat snapshot: an error, not a result.
+        let mut x = Parsed::default();
+        x.line(r#"[g-1] @@PV L2.g-1 stat {"dirs":{"guest":{"countrs":{}}}}"#);
+        assert!(x.nodes["g-1"].stats.is_empty());
+        assert_eq!(x.nodes["g-1"].stat_errors.len(), 1);
     }
 
     #[test]
@@ -1621,7 +1628,7 @@ mod tests {
         assert!(lt.suspicious);
         assert_eq!(lt.verdict.as_deref(), Some("SUCCESS"));
         assert_eq!(lt.per_sec, Some(752785.6));
-        assert_eq!(g.stats[0]["dirs"]["guest"]["counters"]["kicks"], 41);
+        assert_eq!(g.stats[0].dirs["guest"].counters["kicks"], 41);
         assert_eq!(g.info["lock_ops"], "pvlock");
         assert_eq!(g.problems.len(), 1);
         assert!(l1.problems.is_empty());

@@ -382,9 +382,41 @@ pub fn check_paths(s: &Scenario) -> anyhow::Result<()> {
     let shape = node_shape();
     for e in &s.expect {
         check_path(&e.path, &kernels, &shape)
+            .and_then(|()| check_stat_counter(&e.path))
             .map_err(|why| anyhow::anyhow!("expect '{}': path {}: {why}", e.name, e.path))?;
     }
     Ok(())
+}
+
+/// A path to a counter of a `stat` snapshot
+/// (`nodes.K.stats.I.dirs.KIND.counters.NAME`): NAME must be one of the
+/// module's counters, the one list in the ABI
+/// ([`pvlock_common::stats::Kind::counters`]), so that a renamed counter
+/// fails here and not as a missing value after the run.
+fn check_stat_counter(path: &str) -> Result<(), String> {
+    use pvlock_common::stats::Kind;
+    let segs: Vec<&str> = path.split('.').collect();
+    let [_, _, "stats", _, "dirs", kind, "counters", name, ..] = segs.as_slice() else {
+        return Ok(());
+    };
+    let kinds: Vec<Kind> = [Kind::Guest, Kind::Host]
+        .into_iter()
+        .filter(|k| glob(kind, k.label()))
+        .collect();
+    if kinds.is_empty() {
+        return Err(format!("no statistics directory '{kind}' (guest, host)"));
+    }
+    if kinds.iter().any(|k| k.counters().any(|c| glob(name, c))) {
+        return Ok(());
+    }
+    Err(format!(
+        "no counter '{name}' in {} (the ABI's list: rust/kernel/pvlock/abi.rs)",
+        kinds
+            .iter()
+            .map(|k| k.module())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
 }
 
 fn check_path(path: &str, kernels: &[String], shape: &Value) -> Result<(), String> {
@@ -678,6 +710,11 @@ steps = []
             "nodes.g-*.locktorture.last.verdict",
             "nodes.*.warnings",
             "nodes.l1.stats.0.dirs.host.counters.kicks",
+            "nodes.l1.stats.0.dirs.host.counters.holders_preempted",
+            "nodes.g-1.stats.last.dirs.guest.counters.wakeups_missed",
+            "nodes.g-1.stats.0.dirs.*.counters.kicks",
+            "nodes.g-1.stats.0.dirs.guest.counters.switch_max_ns",
+            "nodes.g-1.stats.0.dirs.guest.histograms.histo_wait.buckets",
             "nodes.g-2.info.mode",
             "nodes.l1.hypercalls.x.y",
             "nodes.g-1.hackbench.0.secs",
@@ -696,6 +733,18 @@ steps = []
             ("node.g-1.warnings", "does not begin"),
             ("nodes.g-1.locktorture.first.fail", "not an index"),
             ("nodes.g-1.level.x", "plain value"),
+            (
+                "nodes.g-1.stats.0.dirs.guest.counters.wakeups_lost",
+                "no counter 'wakeups_lost' in guest_pvlock",
+            ),
+            (
+                "nodes.l1.stats.0.dirs.host.counters.taken_slow",
+                "no counter 'taken_slow' in host_kvm",
+            ),
+            (
+                "nodes.l1.stats.0.dirs.hosts.counters.kicks",
+                "no statistics directory",
+            ),
         ] {
             let err = check_paths(&with(bad)).unwrap_err().to_string();
             assert!(err.contains(why), "{bad}: {err}");

@@ -242,62 +242,49 @@ fn report_one(s: &Scenario, r: &Report, summary: bool) {
     }
 }
 
-/// What each kernel of a run reported, for people.
+/// What each kernel of a run reported, for people: the result's nodes,
+/// read back as the harness's own [`vmtest::console::Node`]s.
 fn print_summary(r: &Report) {
-    let Some(nodes) = r.result.get("nodes").and_then(|n| n.as_object()) else {
-        return;
-    };
-    for (name, n) in nodes {
+    let nodes: std::collections::BTreeMap<String, vmtest::console::Node> =
+        match r.result.get("nodes").cloned().map(serde_json::from_value) {
+            Some(Ok(nodes)) => nodes,
+            Some(Err(e)) => {
+                eprintln!("vmtest: the result's nodes do not read back: {e}");
+                return;
+            }
+            None => return,
+        };
+    let opt = |v: Option<u64>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
+    for (name, n) in &nodes {
         println!("--- {name} ---");
-        if let Some(k) = n.get("kernel").and_then(|v| v.as_str()) {
-            println!(
-                "kernel {k}, {} CPUs",
-                n.get("nproc").unwrap_or(&serde_json::Value::Null)
-            );
+        if let Some(k) = &n.kernel {
+            println!("kernel {k}, {} CPUs", opt(n.nproc));
         }
-        for d in n
-            .get("dmesg")
-            .and_then(|v| v.as_array())
-            .into_iter()
-            .flatten()
-        {
-            let d = d.as_str().unwrap_or("");
+        for d in &n.dmesg {
             if d.contains("guest_pvlock:") || d.contains("host_kvm:") || d.contains("PV spinlocks")
             {
                 println!("  {d}");
             }
         }
-        for lt in n
-            .get("locktorture")
-            .and_then(|v| v.as_array())
-            .into_iter()
-            .flatten()
-        {
+        for lt in &n.locktorture {
             println!(
                 "  locktorture {} with {} writers: {} acquisitions in {:.0} s ({:.0}/s), Max/Min {}/{}, Fail {}, {}",
-                lt["kind"].as_str().unwrap_or("?"),
-                lt["writers"],
-                lt["total"],
-                lt["secs"].as_f64().unwrap_or(0.0),
-                lt["per_sec"].as_f64().unwrap_or(0.0),
-                lt["max"],
-                lt["min"],
-                lt["fail"],
-                lt["verdict"].as_str().unwrap_or("no verdict")
+                lt.kind,
+                lt.writers,
+                opt(lt.total),
+                lt.secs,
+                lt.per_sec.unwrap_or(0.0),
+                opt(lt.max),
+                opt(lt.min),
+                opt(lt.fail),
+                lt.verdict.as_deref().unwrap_or("no verdict")
             );
         }
-        if let Some(h) = n.get("hypercalls").and_then(|v| v.as_object()) {
-            for (step, counts) in h {
-                println!("  hypercalls seen by KVM ({step}): {counts}");
-            }
+        for (step, counts) in &n.hypercalls {
+            println!("  hypercalls seen by KVM ({step}): {counts:?}");
         }
-        for l in n
-            .get("out")
-            .and_then(|v| v.as_array())
-            .into_iter()
-            .flatten()
-        {
-            println!("  | {}", l.as_str().unwrap_or(""));
+        for l in &n.out {
+            println!("  | {l}");
         }
     }
 }
