@@ -1559,39 +1559,13 @@ fn hint_bounded(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
         .parse()
         .context("grant_us")?;
     ensure!(grant_us > 0, "host_kvm's grant_us is 0: no grants to bound");
-    let cpu = first_allowed_cpu()?;
-    // The hostile VM: its kicker claims a critical section all the time
-    // (count 1, waiting 0) and keeps running, one hypercall after another,
-    // each an exit at which KVM may reschedule it.
-    let hostile = ctx.kick_vm(abi::KVM_PVLOCK_KICK_ENABLE)?;
-    hostile.write_word(HINT_COUNT, 1);
-    hostile.write_word(HINT_WAIT, 0);
-    expect_ret(
-        "KVM_HC_PVLOCK_HINT",
-        hostile
-            .hypercall(
-                abi::KVM_HC_PVLOCK_HINT,
-                [0, HINT_COUNT as u32, HINT_WAIT as u32, 0],
-            )?
-            .ret(),
-        0,
-    )?;
-    // The other VM's target spins on the same CPU.
-    let other = ctx.kick_vm(abi::KVM_PVLOCK_KICK_ENABLE)?;
-    let [h, _] = hostile.vcpu_tids()?;
-    let [_, o] = other.vcpu_tids()?;
-    pin(h, cpu)?;
-    pin(o, cpu)?;
-    let before = hostile.vcpu_stats()?[0].clone();
-    let host_before = ctx.debugfs.try_counters();
-    other.target_round(true, Rest::Hlt)?;
-    let version = abi::KVM_PVLOCK_ABI_VERSION as u32;
-    hostile.start_kicker_loop(
-        abi::KVM_HC_PVLOCK_GET_PARAM,
-        [abi::KVM_PVLOCK_PARAM_VERSION as u32, 0, 0, 0],
-        u32::MAX,
-        version,
-    )?;
+    let Claimant {
+        vm: hostile,
+        other,
+        tids: [h, o],
+        before,
+        host_before,
+    } = claimant(ctx, 0, "KVM_HC_PVLOCK_HINT")?;
     let (h0, o0) = (thread_cpu_ns(h)?, thread_cpu_ns(o)?);
     let t0 = Instant::now();
     thread::sleep(Duration::from_secs(SECS));
@@ -1600,12 +1574,7 @@ fn hint_bounded(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
     hostile.stop_kicker()?;
     let after = hostile.vcpu_stats()?[0].clone();
     let host_after = ctx.debugfs.try_counters();
-    let d = |name: &str| -> Result<u64> {
-        Ok(after
-            .total(name)
-            .with_context(|| format!("KVM has no {name}"))?
-            - before.total(name).unwrap_or(0))
-    };
+    let d = |name: &str| after.delta(&before, name);
     let (grants, expired, cut, in_cs, sched_out) = (
         d("pvlock_grants")?,
         d("pvlock_grants_expired")?,
@@ -1682,30 +1651,40 @@ fn hint_bounded(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
     Ok(())
 }
 
-/// Case: a hint registered to be observed only defers nothing, and the
-/// host says why.
-fn hint_observed(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
-    const SECS: u64 = 3;
+/// A VM whose vCPU claims a critical section all the time, beside another
+/// VM's vCPU on the same CPU, running: what `hint_bounded` and
+/// `hint_observed` measure.
+struct Claimant {
+    /// Its kicker keeps running, one hypercall after another, each an exit
+    /// at which KVM may reschedule it.
+    vm: TestVm,
+    /// Its target spins on the same CPU.
+    other: TestVm,
+    /// The claimant's and the other's vCPU threads.
+    tids: [i32; 2],
+    /// KVM's statistics of the claimant's vCPU before it ran.
+    before: Stats,
+    /// host_kvm's counters before it ran (`None`: debugfs not readable).
+    host_before: Option<Counters>,
+}
+
+/// Starts a [`Claimant`]: its hint registered with `flags`
+/// (`KVM_HC_PVLOCK_HINT` a0; `what` names the call in an error), count 1
+/// and waiting 0, both vCPU threads pinned to the first allowed CPU.
+fn claimant(ctx: &Ctx, flags: u32, what: &str) -> Result<Claimant> {
     let cpu = first_allowed_cpu()?;
     let vm = ctx.kick_vm(abi::KVM_PVLOCK_KICK_ENABLE)?;
     vm.write_word(HINT_COUNT, 1);
     vm.write_word(HINT_WAIT, 0);
     expect_ret(
-        "KVM_HC_PVLOCK_HINT with KVM_PVLOCK_HINT_OBSERVE",
+        what,
         vm.hypercall(
             abi::KVM_HC_PVLOCK_HINT,
-            [
-                abi::KVM_PVLOCK_HINT_OBSERVE as u32,
-                HINT_COUNT as u32,
-                HINT_WAIT as u32,
-                0,
-            ],
+            [flags, HINT_COUNT as u32, HINT_WAIT as u32, 0],
         )?
         .ret(),
         0,
     )?;
-    // A second VM's vCPU spins on the same CPU: the tick reschedules the
-    // first, which claims a critical section, again and again.
     let other = ctx.kick_vm(abi::KVM_PVLOCK_KICK_ENABLE)?;
     let [h, _] = vm.vcpu_tids()?;
     let [_, o] = other.vcpu_tids()?;
@@ -1721,17 +1700,38 @@ fn hint_observed(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
         u32::MAX,
         version,
     )?;
+    Ok(Claimant {
+        vm,
+        other,
+        tids: [h, o],
+        before,
+        host_before,
+    })
+}
+
+/// Case: a hint registered to be observed only defers nothing, and the
+/// host says why.
+fn hint_observed(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
+    const SECS: u64 = 3;
+    // The tick reschedules the claimant beside the other VM's spinning
+    // vCPU again and again.
+    let Claimant {
+        vm,
+        other,
+        before,
+        host_before,
+        ..
+    } = claimant(
+        ctx,
+        abi::KVM_PVLOCK_HINT_OBSERVE as u32,
+        "KVM_HC_PVLOCK_HINT with KVM_PVLOCK_HINT_OBSERVE",
+    )?;
     thread::sleep(Duration::from_secs(SECS));
     vm.stop_kicker()?;
     let after = vm.vcpu_stats()?[0].clone();
     let host_after = ctx.debugfs.try_counters();
     other.target_stop_spinning()?;
-    let d = |name: &str| -> Result<u64> {
-        Ok(after
-            .total(name)
-            .with_context(|| format!("KVM has no {name}"))?
-            - before.total(name).unwrap_or(0))
-    };
+    let d = |name: &str| after.delta(&before, name);
     let (grants, in_cs) = (d("pvlock_grants")?, d("pvlock_preempted_in_cs")?);
     out.set("grants", grants);
     out.set("preempted_in_cs", in_cs);
@@ -1867,10 +1867,7 @@ fn yield_to_holder(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
             calls += 50;
         }
         let after = vm.vcpu_stats()?[0].clone();
-        let d = |n: &str| -> Result<u64> {
-            Ok(after.total(n).with_context(|| format!("KVM has no {n}"))?
-                - before.total(n).unwrap_or(0))
-        };
+        let d = |name: &str| after.delta(&before, name);
         let (done, refused, redirected) = (
             d("directed_yield_successful")?,
             d("pvlock_yields_refused")?,

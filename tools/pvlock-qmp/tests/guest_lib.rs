@@ -10,15 +10,15 @@
 //! builds a package's program for its integration tests, and only for
 //! them.
 
+use pvlock_common::testing::{guest_library, guest_sh};
 use pvlock_qmp::fake;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const BUSYBOX: &str = "/bin/busybox";
 const BIN: &str = env!("CARGO_BIN_EXE_pvlock-qmp");
 
 fn library() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../vmtest/guest/pvlock.sh")
+    guest_library(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// An L1: a host root with /run (where the L2s' QMP sockets are) and a
@@ -53,29 +53,11 @@ impl L1 {
     /// Runs `script` after sourcing the library as L1 does, with `env`
     /// set; its status and output. `None` without busybox.
     fn sh(&self, script: &str, env: &[(&str, &str)]) -> Option<(i32, String)> {
-        if !Path::new(BUSYBOX).exists() {
-            eprintln!("no {BUSYBOX}: skipped");
-            return None;
-        }
-        let path = format!(
-            "{}:{}",
-            self.path().join("bin").display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let out = Command::new(BUSYBOX)
-            .args(["sh", "-c"])
-            .arg(format!(". {}\n{script}", library().display()))
-            .env("pv_level", "1")
-            .env("pv_name", "l1")
-            .env("PATH", path)
-            .env("PV_HOST", self.path().join("host"))
-            .env("PV_QMP_DIR", "/run")
-            .envs(env.iter().copied())
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr);
-        Some((out.status.code().unwrap_or(-1), text))
+        let host = self.path().join("host");
+        let host = host.to_str().expect("a UTF-8 temporary directory");
+        let mut all = vec![("PV_HOST", host), ("PV_QMP_DIR", "/run")];
+        all.extend_from_slice(env);
+        guest_sh(&library(), "", script, &self.path().join("bin"), &all)
     }
 }
 

@@ -11,16 +11,16 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const BUSYBOX: &str = "/bin/busybox";
+use pvlock_common::testing::guest_sh;
 
 fn library() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("guest/pvlock.sh")
+    pvlock_common::testing::guest_library(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Runs `script` after sourcing the library as L1 would, with `bin` first
 /// in PATH and `env` set; its status and output. `None` without busybox.
 fn sh(script: &str, bin: &Path, env: &[(&str, &str)]) -> Option<(i32, String)> {
-    sh_after("", script, bin, env)
+    guest_sh(&library(), "", script, bin, env)
 }
 
 /// As [`sh`], with `prelude` run before the library is sourced (shell
@@ -31,27 +31,7 @@ fn sh_after(
     bin: &Path,
     env: &[(&str, &str)],
 ) -> Option<(i32, String)> {
-    if !Path::new(BUSYBOX).exists() {
-        eprintln!("no {BUSYBOX}: skipped");
-        return None;
-    }
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = Command::new(BUSYBOX)
-        .args(["sh", "-c"])
-        .arg(format!("{prelude}\n. {}\n{script}", library().display()))
-        .env("pv_level", "1")
-        .env("pv_name", "l1")
-        .env("PATH", path)
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    Some((out.status.code().unwrap_or(-1), text))
+    guest_sh(&library(), prelude, script, bin, env)
 }
 
 fn lines(text: &str) -> Vec<&str> {
