@@ -198,45 +198,59 @@ struct Inner {
     told: BoundedWaitsTold,
 }
 
-/// At most one message about bounded waits per minute.
+/// At most one message about bounded waits, and one about lost wake-ups,
+/// per minute.
 const BOUND_MESSAGE_NS: u64 = 60 * 1_000_000_000;
 
-/// What the last message about bounded waits counted, and when it was
-/// printed (`None`: never).
+/// What the last messages about bounded waits and lost wake-ups counted,
+/// and when they were printed (`None`: never).
 #[derive(Default)]
 struct BoundedWaitsTold {
     bound: u64,
     missed: u64,
     at: Option<u64>,
+    lost: u64,
+    lost_at: Option<u64>,
+}
+
+/// Whether a message printed at `at` is less than a minute old at `now`.
+fn recent(at: Option<u64>, now: u64) -> bool {
+    at.is_some_and(|t| now.saturating_sub(t) < BOUND_MESSAGE_NS)
 }
 
 impl BoundedWaitsTold {
     /// Prints, at most once a minute, how many lock waits the host's bound
     /// ended since the last message, and how many of them had been owed a
-    /// kick (`wakeups_missed`): a user sees a lost kick without reading
-    /// counters. From the periodic work, not the slowpath: no printk under
-    /// a lock wait.
+    /// kick (`wakeups_missed`); and, at most once a minute, how many waits
+    /// ended without the kick that the host had said found them
+    /// (`wakeups_lost`, whatever ended them, an interrupt included): a user
+    /// sees a lost kick without reading counters. From the periodic work,
+    /// not the slowpath: no printk under a lock wait.
     fn tell(&mut self, lock: &algo::PvLock, now: u64) {
         let bound = lock.counter(algo::Counter::WaitsBound);
         let missed = lock.counter(algo::Counter::WakeupsMissed);
-        let recent = self
-            .at
-            .is_some_and(|t| now.saturating_sub(t) < BOUND_MESSAGE_NS);
-        if bound <= self.bound || recent {
-            return;
+        if bound > self.bound && !recent(self.at, now) {
+            pr_warn!(
+                "{} lock waits reached the host's bound, {} of them owed a kick (waits_bound {}, wakeups_missed {})\n",
+                bound - self.bound,
+                missed.saturating_sub(self.missed),
+                bound,
+                missed
+            );
+            self.bound = bound;
+            self.missed = missed;
+            self.at = Some(now);
         }
-        pr_warn!(
-            "{} lock waits reached the host's bound, {} of them owed a kick (waits_bound {}, wakeups_missed {})\n",
-            bound - self.bound,
-            missed.saturating_sub(self.missed),
-            bound,
-            missed
-        );
-        *self = BoundedWaitsTold {
-            bound,
-            missed,
-            at: Some(now),
-        };
+        let lost = lock.counter(algo::Counter::WakeupsLost);
+        if lost > self.lost && !recent(self.lost_at, now) {
+            pr_warn!(
+                "{} lock waits ended without the kick the host had delivered to them (wakeups_lost {})\n",
+                lost - self.lost,
+                lost
+            );
+            self.lost = lost;
+            self.lost_at = Some(now);
+        }
     }
 }
 

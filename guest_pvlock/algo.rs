@@ -52,6 +52,15 @@
 //! lock again. A waiter whose bounded wait ended after the unlock that owed
 //! it a kick counts a missed wake-up, which the tests require to be 0.
 //!
+//! A host of ABI 4 also says whether the wait's kick ended it
+//! ([`Waited::Kicked`]) or something else did ([`Waited::Other`]), and a
+//! kick that found its wait ([`Kick::Woken`]) is always followed by
+//! [`Waited::Kicked`] for that wait. So a wait that ended without its kick
+//! although its kick had found it waiting lost that kick in the host,
+//! whatever ended the wait, an interrupt included: the waiter and the
+//! kicker each record their half in the node ([`Node::lost`]), and whoever
+//! completes the pair counts a lost wake-up (`wakeups_lost`).
+//!
 //! # Modes
 //!
 //! How a CPU waits and kicks is the lock's mode, which only ever moves
@@ -198,7 +207,13 @@ pub(crate) enum Wait {
 pub(crate) enum Waited {
     /// The condition was false: no wait.
     Skipped,
-    /// The CPU waited, and the wait ended.
+    /// The CPU waited, and its kick ended the wait (or came before it).
+    Kicked,
+    /// The CPU waited, and an event other than its kick ended the wait (an
+    /// interrupt, an NMI).
+    Other,
+    /// The CPU waited, and the wait ended; the platform does not say what
+    /// ended it (`HLT`, or a host before ABI 4).
     Ended,
     /// The CPU waited until the host's bound on the wait ended it: no kick
     /// came in that time.
@@ -333,6 +348,44 @@ pub(crate) struct Node {
     state: AtomicU32,
     /// The token of the node's wait, stored before the wait is announced.
     token: AtomicU64,
+    /// The lost-kick check of the node's latest wait that ended without its
+    /// kick or whose kick found it waiting: its token shifted left by 2,
+    /// with [`LOST_WAIT`] and [`LOST_KICK`] for the halves seen so far.
+    lost: AtomicU64,
+}
+
+/// [`Node::lost`]: the wait ended without its kick.
+const LOST_WAIT: u64 = 1;
+/// [`Node::lost`]: the host said the kick found the wait ([`Kick::Woken`]).
+const LOST_KICK: u64 = 2;
+
+impl Node {
+    /// Records `half` ([`LOST_WAIT`] or [`LOST_KICK`]) of the wait `token`;
+    /// returns whether it completes the pair: a kick lost. A half for a wait
+    /// older than the one recorded is dropped: its pair was the newer
+    /// wait's (a kicker held up past the waiter's next wait that ended
+    /// without its kick leaves its lost kick uncounted).
+    fn lost_half(&self, token: u64, half: u64) -> bool {
+        let token = token & (u64::MAX >> 2);
+        let mut cur = self.lost.load(Ordering::Relaxed);
+        loop {
+            let new = match (cur >> 2).cmp(&token) {
+                core::cmp::Ordering::Less => (token << 2) | half,
+                core::cmp::Ordering::Equal => cur | half,
+                core::cmp::Ordering::Greater => return false,
+            };
+            if new == cur {
+                return false;
+            }
+            match self
+                .lost
+                .compare_exchange(cur, new, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return new & (LOST_WAIT | LOST_KICK) == LOST_WAIT | LOST_KICK,
+                Err(c) => cur = c,
+            }
+        }
+    }
 }
 
 impl Node {
@@ -349,6 +402,7 @@ impl Node {
             // below every token of its CPU's waits, and not 0, which the
             // host refuses.
             token: AtomicU64::new(first_token),
+            lost: AtomicU64::new(0),
         }
     }
 }
@@ -688,13 +742,15 @@ impl PvLock {
             .wrapping_add(1)
     }
 
-    /// Waits in `mode` for the wait `token` while `cond()` holds; counts the
-    /// time. A withdrawn wait hypercall moves the lock to the next mode.
-    /// Returns whether the host's bound ended the wait.
+    /// Waits in `mode` for the wait `token` of `node` while `cond()` holds;
+    /// counts the time, and a lost kick. A withdrawn wait hypercall moves
+    /// the lock to the next mode. Returns whether the host's bound ended the
+    /// wait.
     fn wait_in_mode<P: Platform>(
         &self,
         p: &P,
         here: Here,
+        node: &Node,
         mode: Mode,
         token: u64,
         cond: impl FnOnce() -> bool,
@@ -708,12 +764,20 @@ impl PvLock {
         let cond = || p.mutant(Mutant::NoRecheck) || cond();
         let waited = p.wait_if(how, token, cond);
         match waited {
-            Waited::Ended | Waited::Bound => {
+            Waited::Kicked | Waited::Other | Waited::Ended | Waited::Bound => {
                 let d = self.clock(p).wrapping_sub(t);
                 self.count(p, here, Counter::TimeBlocked, d);
                 self.record(p, here, Histogram::Blocked, d);
                 if waited == Waited::Bound {
                     self.count(p, here, Counter::WaitsBound, 1);
+                }
+                if waited == Waited::Other {
+                    self.count(p, here, Counter::WaitsOther, 1);
+                }
+                if matches!(waited, Waited::Other | Waited::Bound)
+                    && node.lost_half(token, LOST_WAIT)
+                {
+                    self.count(p, here, Counter::WakeupsLost, 1);
                 }
             }
             Waited::Gone => {
@@ -724,10 +788,11 @@ impl PvLock {
         waited == Waited::Bound
     }
 
-    /// Kicks the wait `token` of `target`: one hypercall, two if the host
-    /// refuses the first for this target, three if it withdraws both kind
-    /// of kick; never a wait for the target.
-    fn kick_waiter<P: Platform>(&self, p: &P, here: Here, target: usize, token: u64) {
+    /// Kicks the wait `token` of node `id`: one hypercall, two if the host
+    /// refuses the first for its CPU, three if it withdraws both kind of
+    /// kick; never a wait for the target.
+    fn kick_waiter<P: Platform>(&self, p: &P, here: Here, id: u32, token: u64) {
+        let target = id as usize / MAX_NODES;
         // Read after the release: never older than the mode the waiter
         // read before its re-check.
         let mut mode = self.mode();
@@ -737,7 +802,12 @@ impl PvLock {
                 Mode::Wait => {
                     self.count(p, here, Counter::Kicks, 1);
                     match p.kick(target, token) {
-                        Ok(Kick::Woken) => return,
+                        Ok(Kick::Woken) => {
+                            if self.node(id).lost_half(token, LOST_KICK) {
+                                self.count(p, here, Counter::WakeupsLost, 1);
+                            }
+                            return;
+                        }
                         Ok(Kick::Held) => {
                             self.count(p, here, Counter::KicksHeld, 1);
                             return;
@@ -1005,7 +1075,7 @@ impl PvLock {
                     }
                     c
                 };
-                let bound = self.wait_in_mode(p, here, mode, token, still_halted);
+                let bound = self.wait_in_mode(p, here, node, mode, token, still_halted);
                 if bound
                     && node.locked.load(Ordering::Acquire) != 0
                     && node.state.load(Ordering::Relaxed) == HASHED
@@ -1151,7 +1221,7 @@ impl PvLock {
                 }
                 c
             };
-            let bound = self.wait_in_mode(p, here, mode, token, still_slow);
+            let bound = self.wait_in_mode(p, here, node, mode, token, still_slow);
             if bound && lock.locked() != Q_SLOW_VAL {
                 // The unlock removed the mark (and our entry), then had to
                 // kick us: its kick did not end the wait within the host's
@@ -1198,7 +1268,7 @@ impl PvLock {
             // so end the successor's wait now: it spins behind us.
             lock.set_locked(Q_LOCKED_VAL);
             let token = succ.token.load(Ordering::Acquire);
-            self.kick_waiter(p, here, id as usize / MAX_NODES, token);
+            self.kick_waiter(p, here, id, token);
         }
     }
 
@@ -1230,7 +1300,7 @@ impl PvLock {
         p.note("unlock: kick node, token", || {
             (u64::from(id) << 32) | (token & 0xffff_ffff)
         });
-        self.kick_waiter(p, here, id as usize / MAX_NODES, token);
+        self.kick_waiter(p, here, id, token);
     }
 
     /// The whole unlock: the inline fast path, then the slowpath. (The

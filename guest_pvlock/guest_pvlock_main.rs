@@ -156,6 +156,11 @@ impl Writer for Info {
             "hint: {}",
             if self.hint { params::HINT.get() } else { 0 }
         )?;
+        writeln!(
+            f,
+            "wait_says_kicked: {}",
+            u8::from(platform::WAIT_SAYS_KICKED.load(core::sync::atomic::Ordering::Relaxed))
+        )?;
         writeln!(f, "spin_threshold: {}", params::effective_spin_threshold())?;
         writeln!(
             f,
@@ -260,7 +265,11 @@ fn decide(advice: &mut bool) -> Result<Decision> {
     if pvlock {
         match guest::pvlock_get_param(abi::KVM_PVLOCK_PARAM_VERSION) {
             Ok(v) if v >= abi::KVM_PVLOCK_ABI_WAIT => {
-                *advice = v >= abi::KVM_PVLOCK_ABI_VERSION;
+                *advice = v >= abi::KVM_PVLOCK_ABI_ADVICE;
+                platform::WAIT_SAYS_KICKED.store(
+                    v >= abi::KVM_PVLOCK_ABI_WAIT_KICKED,
+                    core::sync::atomic::Ordering::Relaxed,
+                );
                 if let Ok(t) = guest::pvlock_get_param(abi::KVM_PVLOCK_PARAM_SPIN_THRESHOLD) {
                     let t = t.min(u64::from(abi::MAX_SPIN_THRESHOLD)) as u32;
                     params::HOST_SPIN_THRESHOLD.store(t, core::sync::atomic::Ordering::Relaxed);

@@ -69,6 +69,10 @@ impl LockWord for QSpinLock {
 /// Whether `KVM_HC_KICK_CPU` is offered (`KVM_FEATURE_PV_UNHALT`). Read on
 /// the lock's paths, so a `core` atomic, like [`TSC_MULT`].
 pub(crate) static HAVE_KICK_CPU: AtomicBool = AtomicBool::new(false);
+/// Whether the host's lock waits say that their kick ended them
+/// (`KVM_PVLOCK_WAIT_KICKED`, ABI 4): then a wait that returns
+/// `KVM_PVLOCK_WAIT_ENDED` was ended by something else.
+pub(crate) static WAIT_SAYS_KICKED: AtomicBool = AtomicBool::new(false);
 /// Whether `KVM_HC_SCHED_YIELD` is offered.
 pub(crate) static HAVE_SCHED_YIELD: AtomicBool = AtomicBool::new(false);
 /// The statistics' clock: a [`guest::tsc_ns_mult`] multiplier, 0 for
@@ -122,6 +126,12 @@ impl Platform for Guest {
         };
         match guest::wait_if(how, token, cond) {
             guest::Waited::Skipped => Waited::Skipped,
+            guest::Waited::Kicked => Waited::Kicked,
+            guest::Waited::Ended
+                if how == guest::Wait::Hypercall && WAIT_SAYS_KICKED.load(Ordering::Relaxed) =>
+            {
+                Waited::Other
+            }
             guest::Waited::Ended => Waited::Ended,
             guest::Waited::Bound => Waited::Bound,
             // A host that refuses the wait hypercall (withdrawn, or any

@@ -17,7 +17,10 @@ use kernel::{
     prelude::*,
     pvlock::{
         abi::{Advice, Kick},
-        kvm::{CurrentVcpu, Grant, Load, PvlockHost, Registration, Vcpu, Vm, VmState, WaitEnd},
+        kvm::{
+            CurrentVcpu, Grant, Load, PvlockHost, Registration, Vcpu, Vm, VmState, WaitEnd,
+            WaitStart,
+        },
         param::{BoolParam, U32Param},
         periodic::{Periodic, PeriodicWork},
         stats::{check_zero_stats_write, write_u32_array, Log2Histogram, BUCKETS},
@@ -188,10 +191,11 @@ impl Host {
         }
         count(Counter::Waits);
         let bound_ns = u64::from(MAX_WAIT_MS.get()) * 1_000_000;
-        if !vcpu.wait(token, bound_ns) {
+        let start = vcpu.wait(token, bound_ns);
+        if start != WaitStart::Halts {
             count(Counter::WaitsAtOnce);
         }
-        0
+        start.ret()
     }
 
     fn hint(vcpu: &CurrentVcpu, args: [u64; 4]) -> i64 {
@@ -273,7 +277,10 @@ impl PvlockHost for Host {
         match how {
             WaitEnd::Kick { latency_ns } => {
                 count(Counter::WaitsKicked);
-                STATS.latency.record(latency_ns);
+                // 0: a kick seen without its time (it met the end).
+                if latency_ns != 0 {
+                    STATS.latency.record(latency_ns);
+                }
             }
             WaitEnd::Bound => count(Counter::WaitsBound),
             WaitEnd::Other => count(Counter::WaitsOther),

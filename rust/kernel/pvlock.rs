@@ -39,6 +39,7 @@ const _: () = {
     assert!(abi::KVM_PVLOCK_KICK_HELD == b::KVM_PVLOCK_KICK_HELD as i64);
     assert!(abi::KVM_PVLOCK_WAIT_ENDED == b::KVM_PVLOCK_WAIT_ENDED as i64);
     assert!(abi::KVM_PVLOCK_WAIT_BOUND == b::KVM_PVLOCK_WAIT_BOUND as i64);
+    assert!(abi::KVM_PVLOCK_WAIT_KICKED == b::KVM_PVLOCK_WAIT_KICKED as i64);
     assert!(abi::KVM_PVLOCK_PARAM_VERSION == b::KVM_PVLOCK_PARAM_VERSION as u64);
     assert!(abi::KVM_PVLOCK_PARAM_SPIN_THRESHOLD == b::KVM_PVLOCK_PARAM_SPIN_THRESHOLD as u64);
     assert!(abi::KVM_PVLOCK_PARAM_ADVICE == b::KVM_PVLOCK_PARAM_ADVICE as u64);

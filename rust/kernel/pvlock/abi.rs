@@ -33,9 +33,9 @@ pub const KVM_HC_PVLOCK_GET_PARAM: u32 = 0x7076_0002;
 /// until a `KVM_HC_PVLOCK_KICK` with this token or a larger one, or any
 /// other event that ends a `HLT` (an interrupt if the guest enabled them,
 /// an NMI, the VMM), or the host's bound on the wait; returns
-/// [`KVM_PVLOCK_WAIT_ENDED`] (at once if such a kick came before) or
-/// [`KVM_PVLOCK_WAIT_BOUND`]. A vCPU's tokens grow from one wait to the
-/// next.
+/// [`KVM_PVLOCK_WAIT_KICKED`] (at once if such a kick came before),
+/// [`KVM_PVLOCK_WAIT_BOUND`] or [`KVM_PVLOCK_WAIT_ENDED`]. A vCPU's tokens
+/// grow from one wait to the next.
 pub const KVM_HC_PVLOCK_WAIT: u32 = 0x7076_0003;
 /// pvlock critical-section hint: a0 = flags (0), a1 = guest physical
 /// address of the calling vCPU's preemption count (its low 32 bits), a2 =
@@ -47,12 +47,19 @@ pub const KVM_HC_PVLOCK_HINT: u32 = 0x7076_0004;
 /// a critical section but defers none (to measure what deferring saves).
 pub const KVM_PVLOCK_HINT_OBSERVE: u64 = 1 << 0;
 
-/// `KVM_HC_PVLOCK_WAIT` result: a kick or another event ended the wait.
+/// `KVM_HC_PVLOCK_WAIT` result: an event other than its kick ended the
+/// wait (an interrupt, an NMI, the VMM). Before ABI 4
+/// ([`KVM_PVLOCK_ABI_WAIT_KICKED`]), a kick too.
 pub const KVM_PVLOCK_WAIT_ENDED: i64 = 0;
 /// `KVM_HC_PVLOCK_WAIT` result: the wait lasted the host's bound and the
 /// host ended it; no kick had come. A guest that knows only
 /// [`KVM_PVLOCK_WAIT_ENDED`] treats it as that.
 pub const KVM_PVLOCK_WAIT_BOUND: i64 = 1;
+/// `KVM_HC_PVLOCK_WAIT` result (ABI 4): a kick with the wait's token or a
+/// larger one ended the wait or came before it (or the host's module went
+/// away). A kick that returned [`Kick::Woken`] for a wait is always
+/// followed by this result for that wait: anything else means a lost kick.
+pub const KVM_PVLOCK_WAIT_KICKED: i64 = 2;
 
 /// What `KVM_HC_PVLOCK_KICK` did, both meaning the kick is delivered.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -103,10 +110,16 @@ pub const KVM_PVLOCK_PARAM_ADVICE: u64 = 2;
 pub const KVM_PVLOCK_PARAM_TOKEN_BASE: u64 = 3;
 /// The ABI version this file describes: 2 added `KVM_HC_PVLOCK_WAIT` and
 /// the token of `KVM_HC_PVLOCK_KICK`; 3 added [`KVM_PVLOCK_PARAM_ADVICE`]
-/// and [`KVM_PVLOCK_PARAM_TOKEN_BASE`].
-pub const KVM_PVLOCK_ABI_VERSION: u64 = 3;
+/// and [`KVM_PVLOCK_PARAM_TOKEN_BASE`]; 4 added [`KVM_PVLOCK_WAIT_KICKED`].
+pub const KVM_PVLOCK_ABI_VERSION: u64 = 4;
 /// The lowest ABI version whose lock waits the guest uses.
 pub const KVM_PVLOCK_ABI_WAIT: u64 = 2;
+/// The lowest ABI version with [`KVM_PVLOCK_PARAM_ADVICE`] and
+/// [`KVM_PVLOCK_PARAM_TOKEN_BASE`].
+pub const KVM_PVLOCK_ABI_ADVICE: u64 = 3;
+/// The lowest ABI version whose lock waits say whether their kick ended
+/// them ([`KVM_PVLOCK_WAIT_KICKED`]).
+pub const KVM_PVLOCK_ABI_WAIT_KICKED: u64 = 4;
 
 /// [`KVM_PVLOCK_PARAM_ADVICE`] bits 0-26: the spin threshold recommended
 /// now, 0 for none. The whole value fits in 31 bits: a 32-bit guest reads
@@ -276,6 +289,14 @@ stat_list! {
         /// ... of which the waiter found the lock released to it: its kick
         /// was lost, or came later than the bound.
         WakeupsMissed = c"wakeups_missed",
+        /// Waits that an event other than their kick or the bound ended
+        /// (an interrupt, an NMI); hosts of ABI 4 only.
+        WaitsOther = c"waits_other",
+        /// Waits that ended without their kick (an interrupt, an NMI, the
+        /// bound) although the host had said that the kick found them
+        /// waiting ([`Kick::Woken`]): a kick lost in the host. Hosts of ABI
+        /// 4 only; it must stay 0.
+        WakeupsLost = c"wakeups_lost",
     }
 }
 

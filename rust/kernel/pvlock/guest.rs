@@ -220,7 +220,11 @@ pub enum Wait {
 pub enum Waited {
     /// `cond()` was false: no wait.
     Skipped,
-    /// The CPU waited and the wait ended, whatever ended it.
+    /// The CPU waited and its kick ended the wait or came before it
+    /// ([`abi::KVM_PVLOCK_WAIT_KICKED`], hosts of ABI 4).
+    Kicked,
+    /// The CPU waited and the wait ended: by an event other than its kick
+    /// on hosts of ABI 4, by anything on older hosts and in `HLT`.
     Ended,
     /// The CPU waited until the host's bound on the wait ended it
     /// ([`abi::KVM_PVLOCK_WAIT_BOUND`]): no kick came in that time.
@@ -289,10 +293,10 @@ pub fn wait_if(how: Wait, token: u64, cond: impl FnOnce() -> bool) -> Waited {
                 unsafe { bindings::pvlock_local_irq_restore(flags) };
                 return Waited::Failed(r);
             }
-            if r == abi::KVM_PVLOCK_WAIT_BOUND {
-                Waited::Bound
-            } else {
-                Waited::Ended
+            match r {
+                abi::KVM_PVLOCK_WAIT_BOUND => Waited::Bound,
+                abi::KVM_PVLOCK_WAIT_KICKED => Waited::Kicked,
+                _ => Waited::Ended,
             }
         }
     }

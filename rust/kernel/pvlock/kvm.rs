@@ -92,14 +92,18 @@ impl CurrentVcpu {
 
     /// Starts a lock wait with `token` (not 0) on this vCPU (the
     /// `KVM_HC_PVLOCK_WAIT` it makes), ended by KVM after `bound_ns`
-    /// nanoseconds if nothing ended it before (0: no bound). Returns whether
-    /// it halts; `false` if its kick came first or a wake-up event is
-    /// pending.
-    pub fn wait(&self, token: u64, bound_ns: u64) -> bool {
+    /// nanoseconds if nothing ended it before (0: no bound); returns how it
+    /// starts.
+    pub fn wait(&self, token: u64, bound_ns: u64) -> WaitStart {
         // SAFETY: By the type invariant the vCPU makes this hypercall on its
         // own thread; KVM dispatches a wait only with an in-kernel local
         // APIC.
-        unsafe { bindings::kvm_pvlock_wait(self.0.as_raw(), token, bound_ns) }
+        let r = unsafe { bindings::kvm_pvlock_wait(self.0.as_raw(), token, bound_ns) };
+        match r {
+            bindings::kvm_pvlock_wait_start_KVM_PVLOCK_WAIT_KICKED_FIRST => WaitStart::KickedFirst,
+            bindings::kvm_pvlock_wait_start_KVM_PVLOCK_WAIT_PENDING => WaitStart::Pending,
+            _ => WaitStart::Halts,
+        }
     }
 
     /// Registers this vCPU's critical-section hint (`KVM_HC_PVLOCK_HINT`):
@@ -228,10 +232,36 @@ impl Vm {
     }
 }
 
+/// How a lock wait starts ([`CurrentVcpu::wait`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitStart {
+    /// The vCPU halts: KVM writes the hypercall's result when the wait ends
+    /// ([`PvlockHost::wait_end`]).
+    Halts,
+    /// Its kick came first: the wait is over, and its result is
+    /// [`abi::KVM_PVLOCK_WAIT_KICKED`].
+    KickedFirst,
+    /// A wake-up event is pending: the wait is over, and its result is
+    /// [`abi::KVM_PVLOCK_WAIT_ENDED`].
+    Pending,
+}
+
+impl WaitStart {
+    /// The hypercall's result: the wait's if it is over; if the vCPU
+    /// halts, the one KVM replaces when the wait ends.
+    pub const fn ret(self) -> i64 {
+        match self {
+            WaitStart::KickedFirst => abi::KVM_PVLOCK_WAIT_KICKED,
+            WaitStart::Halts | WaitStart::Pending => abi::KVM_PVLOCK_WAIT_ENDED,
+        }
+    }
+}
+
 /// What ended a lock wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WaitEnd {
-    /// Its kick, this many nanoseconds after the kick.
+    /// Its kick (or the module's unload), this many nanoseconds after the
+    /// kick; 0 if KVM did not see when the kick came.
     Kick {
         /// From the kick to the end of the wait.
         latency_ns: u64,

@@ -1385,8 +1385,9 @@ fn kick_cpu_latch_used_up(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
         0,
     )?;
     vm.target_stop_spinning()?;
-    vm.expect_waited()
-        .context("the lock wait after a latched KVM_HC_KICK_CPU did not return at once")?;
+    vm.expect_returned(abi::KVM_PVLOCK_WAIT_ENDED).context(
+        "the lock wait after a latched KVM_HC_KICK_CPU did not return at once (and not kicked)",
+    )?;
     let t = vm.token();
     vm.target_round(false, Rest::wait(t))?;
     vm.expect_target_halted(
@@ -1421,13 +1422,14 @@ fn restore_keeps_held_kicks(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
         abi::KVM_PVLOCK_KICK_HELD,
     )?;
     vm.target_stop_spinning()?;
-    vm.expect_waited()
-        .context("the nested wait after the restore did not return at once")?;
+    vm.expect_returned(abi::KVM_PVLOCK_WAIT_ENDED).context(
+        "the nested wait after the restore did not return at once (by the restore, not a kick)",
+    )?;
     vm.target_round(false, Rest::wait(a))?;
     let (_, ret) = vm.expect_waited_within(ctx.settings.stale_wait).context(
         "the outer wait halted although its kick was held: the restore's armed kick swallowed it",
     )?;
-    expect_ret("the outer wait", ret, abi::KVM_PVLOCK_WAIT_ENDED)?;
+    expect_ret("the outer wait", ret, abi::KVM_PVLOCK_WAIT_KICKED)?;
     out.set("outer_wait_at_once", "yes");
     Ok(())
 }
@@ -1844,7 +1846,7 @@ fn yield_to_holder(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
             args: [0, TARGET_HINT_COUNT as u32, TARGET_HINT_WAIT as u32],
         },
     )?;
-    vm.expect_waited()?;
+    vm.expect_returned(0)?;
     vm.target_round(true, Rest::Hlt)?;
     // Target and a hog share CPU c0, so the target is preempted every
     // slice; the kicker shares c1 with another, so that it has someone to
@@ -2036,8 +2038,9 @@ fn mp_state_round_trip(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
         "KVM_GET_MP_STATE of the target in a lock wait returned {s} ({}) instead of RUNNABLE",
         mp_state_name(s)
     );
-    vm.expect_waited()
-        .context("after KVM_SET_MP_STATE(RUNNABLE), the target did not leave its lock wait")?;
+    vm.expect_returned(abi::KVM_PVLOCK_WAIT_ENDED).context(
+        "after KVM_SET_MP_STATE(RUNNABLE), the target did not leave its lock wait, as not kicked",
+    )?;
     out.set("wait_ended_by_set_mp_state", "yes");
     if let (Some(before), Some(after)) = (&counters, ctx.debugfs.try_counters()) {
         let d = |name| after.delta(before, name);

@@ -904,13 +904,21 @@ impl TestVm {
         Ok((ev, decode(eax)))
     }
 
-    /// Waits for the target's WAITED; its wait must have returned 0.
+    /// Waits for the target's WAITED; its wait must have returned
+    /// `KVM_PVLOCK_WAIT_KICKED`: its kick ended it, or came before it.
     pub fn expect_waited(&self) -> Result<Event> {
+        self.expect_returned(abi::KVM_PVLOCK_WAIT_KICKED)
+    }
+
+    /// Waits for the target's WAITED; its hypercall must have returned
+    /// `want`.
+    pub fn expect_returned(&self, want: i64) -> Result<Event> {
         let (ev, ret) = self.expect_waited_within(self.timeout)?;
         ensure!(
-            ret == 0,
-            "the target's KVM_HC_PVLOCK_WAIT returned {} instead of 0",
-            describe(ret)
+            ret == want,
+            "the target's hypercall returned {} instead of {}",
+            describe(ret),
+            describe(want)
         );
         Ok(ev)
     }

@@ -187,6 +187,10 @@ pub(crate) enum Fault {
     Gone,
     /// `KVM_HC_KICK_CPU` fails too, after the pvlock hypercalls went.
     AllGone,
+    /// A broken host (host_kvm's `inject_ignore_kicks`): the project kick
+    /// reports [`Kick::Woken`] and delivers nothing; only an interrupt (or
+    /// an NMI) ends the wait it was for.
+    Lost,
 }
 
 /// How a model run is set up.
@@ -333,15 +337,18 @@ impl Hypervisor {
     }
 
     /// Blocks `cpu` until `ended(events, wait)` or an interrupt, NMI or
-    /// `pv_unhalted`; consumes them.
-    fn block(&self, cpu: usize, lock_wait: bool) {
+    /// `pv_unhalted`; consumes them. For the lock wait `token` returns
+    /// whether its kick came, as `kvm_pvlock_wait_end()` decides it: the
+    /// wait marked over, a full barrier, then the kicks read (a kick that
+    /// found the wait raised them before it looked).
+    fn block(&self, cpu: usize, lock_wait: Option<u64>) -> bool {
         let v = &self.vcpus[cpu];
         let mut e = v.m.lock().unwrap();
         let over = |e: &Events| {
             e.unhalted
                 || e.irq
                 || e.nmi
-                || (lock_wait
+                || (lock_wait.is_some()
                     && e.request
                     && v.kick.load(Ordering::SeqCst) >= v.wait.load(Ordering::SeqCst))
         };
@@ -356,6 +363,9 @@ impl Hypervisor {
         trace(|| format!("cpu{cpu} runs again"));
         *e = Events::default();
         v.wait.store(0, Ordering::SeqCst);
+        // Pairs with the barrier in `hc_kick`.
+        sync::fence(Ordering::SeqCst);
+        lock_wait.is_some_and(|t| v.kick.load(Ordering::SeqCst) >= t)
     }
 
     /// `KVM_HC_PVLOCK_WAIT` (`kvm_pvlock_wait()`).
@@ -371,11 +381,14 @@ impl Hypervisor {
             trace(|| format!("cpu{cpu} wait {token}: its kick came first"));
             v.wait.store(0, Ordering::SeqCst);
             self.progress(cpu);
-            return Waited::Ended;
+            return Waited::Kicked;
         }
         trace(|| format!("cpu{cpu} waits, token {token}"));
-        self.block(cpu, true);
-        Waited::Ended
+        if self.block(cpu, Some(token)) {
+            Waited::Kicked
+        } else {
+            Waited::Other
+        }
     }
 
     /// `KVM_HC_PVLOCK_KICK` (`kvm_pvlock_kick()`).
@@ -383,6 +396,11 @@ impl Hypervisor {
         match self.cfg.fault {
             Fault::Refused => return Err(KickError::Refused),
             Fault::Gone | Fault::AllGone => return Err(KickError::Gone),
+            Fault::Lost => {
+                trace(|| format!("cpu{from} kicks cpu{cpu} token {token}: lost"));
+                self.progress(from);
+                return Ok(Kick::Woken);
+            }
             Fault::None => {}
         }
         // host_kvm refuses a kick without a token (`-KVM_EINVAL`,
@@ -429,7 +447,7 @@ impl Hypervisor {
     /// `HLT`, ended by `KVM_HC_KICK_CPU`'s `pv_unhalted`.
     fn hlt(&self, cpu: usize) {
         trace(|| format!("cpu{cpu} halts"));
-        self.block(cpu, false);
+        self.block(cpu, None);
     }
 
     /// `KVM_HC_KICK_CPU`: sets `pv_unhalted`, which ends a halt or a lock

@@ -44,6 +44,18 @@ fn slow_release(hv: &Hypervisor, l: &algo::PvLock, word: &ModelLock) {
 /// the lock state for the counters. Panics on two owners at once, a lost
 /// increment, a lock left held, a bad unlock, or a run over 120 s.
 fn hammer(cfg: Config, threads: usize, iters: u64) -> std::sync::Arc<algo::PvLock> {
+    hammer_with(cfg, threads, iters, false)
+}
+
+/// [`hammer`], with interrupts for every vCPU every 20 us if `interrupts`
+/// (they end waits, as a timer's do in a guest waiting with interrupts
+/// enabled).
+fn hammer_with(
+    cfg: Config,
+    threads: usize,
+    iters: u64,
+    interrupts: bool,
+) -> std::sync::Arc<algo::PvLock> {
     let (tx, rx) = std::sync::mpsc::channel();
     let l = new_lock(threads, &cfg);
     let l2 = l.clone();
@@ -54,26 +66,47 @@ fn hammer(cfg: Config, threads: usize, iters: u64) -> std::sync::Arc<algo::PvLoc
         // would lose increments.
         let counter = StdU64::new(0);
         let inside = AtomicU32::new(0);
-        if threads >= 2 {
-            slow_release(&hv, &l2, &word);
-        }
+        let done = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
-            for id in 0..threads {
-                let (hv, l, word, counter, inside) = (&hv, &l2, &word, &counter, &inside);
+            let irqs = interrupts.then(|| {
+                let (hv, done) = (&hv, &done);
                 s.spawn(move || {
-                    let cpu = Cpu::new(hv, id);
-                    for i in 0..iters {
-                        lock(l, &cpu, word);
-                        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two owners");
-                        let v = counter.load(Ordering::Relaxed);
-                        if i % 64 == 0 {
-                            std::thread::yield_now();
+                    while !done.load(Ordering::Relaxed) {
+                        for id in 0..threads {
+                            hv.interrupt(id);
                         }
-                        counter.store(v + 1, Ordering::Relaxed);
-                        inside.fetch_sub(1, Ordering::SeqCst);
-                        unlock(l, &cpu, word);
+                        std::thread::sleep(Duration::from_micros(20));
                     }
-                });
+                })
+            });
+            if threads >= 2 {
+                slow_release(&hv, &l2, &word);
+            }
+            let workers: Vec<_> = (0..threads)
+                .map(|id| {
+                    let (hv, l, word, counter, inside) = (&hv, &l2, &word, &counter, &inside);
+                    s.spawn(move || {
+                        let cpu = Cpu::new(hv, id);
+                        for i in 0..iters {
+                            lock(l, &cpu, word);
+                            assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two owners");
+                            let v = counter.load(Ordering::Relaxed);
+                            if i % 64 == 0 {
+                                std::thread::yield_now();
+                            }
+                            counter.store(v + 1, Ordering::Relaxed);
+                            inside.fetch_sub(1, Ordering::SeqCst);
+                            unlock(l, &cpu, word);
+                        }
+                    })
+                })
+                .collect();
+            for w in workers {
+                w.join().unwrap();
+            }
+            done.store(true, Ordering::Relaxed);
+            if let Some(i) = irqs {
+                i.join().unwrap();
             }
         });
         assert_eq!(counter.load(Ordering::Relaxed), threads as u64 * iters);
@@ -243,4 +276,30 @@ fn without_pending_every_waiter_queues() {
     let l = hammer(cfg, 4, 20_000);
     assert_eq!(counter(&l, "taken_pending"), 0);
     assert!(counter(&l, "taken_slow") > 0);
+}
+
+#[test]
+fn interrupts_end_waits_and_lose_no_kick() {
+    // Interrupts end waits before their kicks: every such wait is told
+    // apart from a kicked one, and none is counted as a lost kick.
+    let l = hammer_with(Config::new(algo::Mode::Wait), 3, 20_000, true);
+    assert!(counter(&l, "waits_other") > 0, "no interrupt ended a wait");
+    assert_eq!(counter(&l, "wakeups_lost"), 0);
+    assert_eq!(counter(&l, "kick_failures"), 0);
+}
+
+#[test]
+fn kicks_lost_in_the_host_are_counted() {
+    // A host that reports kicks delivered and delivers none: interrupts end
+    // the waits, and the waits that ended without the kick the host
+    // reported are counted, whichever half (kicker or waiter) came last.
+    let mut cfg = Config::new(algo::Mode::Wait);
+    cfg.fault = Fault::Lost;
+    let l = hammer_with(cfg, 3, 5_000, true);
+    assert!(counter(&l, "released_slow") > 0);
+    let lost = counter(&l, "wakeups_lost");
+    assert!(lost > 0, "no lost kick counted");
+    // Each kick is counted once at most, and only kicks that reported a
+    // woken target.
+    assert!(lost <= counter(&l, "kicks") - counter(&l, "kicks_held"));
 }

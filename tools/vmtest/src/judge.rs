@@ -734,8 +734,8 @@ steps = []
             ("nodes.g-1.locktorture.first.fail", "not an index"),
             ("nodes.g-1.level.x", "plain value"),
             (
-                "nodes.g-1.stats.0.dirs.guest.counters.wakeups_lost",
-                "no counter 'wakeups_lost' in guest_pvlock",
+                "nodes.g-1.stats.0.dirs.guest.counters.wakeups_dropped",
+                "no counter 'wakeups_dropped' in guest_pvlock",
             ),
             (
                 "nodes.l1.stats.0.dirs.host.counters.taken_slow",
