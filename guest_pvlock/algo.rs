@@ -386,9 +386,7 @@ impl Node {
             }
         }
     }
-}
 
-impl Node {
     /// A node of a CPU whose tokens start at `first_token` (not 0).
     fn new(first_token: u64) -> Self {
         Self {
