@@ -22,7 +22,9 @@
 #                                     the modules for it, one scenario
 #   make test-debug                   the debug kernel variant (lockdep,
 #                                     sleep-in-atomic, KFENCE): build it,
-#                                     the modules for it, four scenarios
+#                                     the modules for it, five scenarios
+#   make test-kasan                   the same on the debug variant with
+#                                     KASAN
 #   make clean / kernel-clean
 
 SHELL := /bin/bash
@@ -30,8 +32,8 @@ LLVM_SUFFIX := -19
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
 
-# CONFIG=distro (or debug) selects the kernel variant of kernel/distro.config
-# (or kernel/debug.config).
+# CONFIG=distro (or debug, kasan) selects the kernel variant of
+# kernel/distro.config (or kernel/debug.config, kernel/kasan.config).
 CONFIG ?=
 export PVLOCK_KCONFIG := $(CONFIG)
 KDIR ?= $(shell PVLOCK_KCONFIG=$(CONFIG) scripts/kernel.sh --print-kdir)
@@ -59,7 +61,7 @@ RS_KERNEL_FILES = $(shell find rust -name '*.rs')
 
 .PHONY: all modules deps kernel print-kdir tools static-tools host-tools check \
 	check-modules check-tools test test-unit model vmtest demo bench clean \
-	kernel-clean check-kdir test-distro test-debug variant modules-test \
+	kernel-clean check-kdir test-distro test-debug test-kasan variant modules-test \
 	check-modules-test
 
 all: modules
@@ -195,6 +197,15 @@ test-debug: deps
 	$(MAKE) modules CONFIG=debug
 	$(MAKE) tools
 	$(call vmtest-variant,debug) run $(DEBUG_SCENARIOS)
+
+# The KASAN variant: the debug variant plus the generic KASAN (every memory
+# access checked, Rust included), its own cached tree, modules in
+# build/modules-kasan, the debug variant's scenarios.
+test-kasan: deps
+	$(MAKE) kernel CONFIG=kasan
+	$(MAKE) modules CONFIG=kasan
+	$(MAKE) tools
+	$(call vmtest-variant,kasan) run $(DEBUG_SCENARIOS)
 
 demo: deps kernel
 	$(MAKE) modules tools

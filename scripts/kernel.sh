@@ -17,13 +17,15 @@
 # kernel/distro.config on top of the fragment (KVM as modules, NR_CPUS=8192,
 # lockdep off), in a tree of its own (linux-<debian version>-distro);
 # PVLOCK_KCONFIG=debug adds kernel/debug.config (lockdep, sleep-in-atomic
-# and preemption checks, KFENCE) in linux-<debian version>-debug.
+# and preemption checks, KFENCE) in linux-<debian version>-debug;
+# PVLOCK_KCONFIG=kasan adds kernel/debug.config and kernel/kasan.config
+# (the debug variant plus KASAN) in linux-<debian version>-kasan.
 #
 # PVLOCK_PATCHES_UPTO=N applies only the first N patches of the series (for
 # building each prefix of the series, scripts/build-series.sh); give it a
 # tree of its own (PVLOCK_KDIR_CACHE).
 #
-# Usage: [PVLOCK_KCONFIG=distro|debug] scripts/kernel.sh [--print-kdir]
+# Usage: [PVLOCK_KCONFIG=distro|debug|kasan] scripts/kernel.sh [--print-kdir]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
@@ -42,7 +44,11 @@ debug)
 	TREE=${PVLOCK_KDIR_CACHE:-$PVLOCK_CACHE/linux-$KPKGVER-debug}
 	FRAGS+=("$top/kernel/debug.config")
 	;;
-*) die "kernel: unknown config variant '$VARIANT' (known: distro, debug)" ;;
+kasan)
+	TREE=${PVLOCK_KDIR_CACHE:-$PVLOCK_CACHE/linux-$KPKGVER-kasan}
+	FRAGS+=("$top/kernel/debug.config" "$top/kernel/kasan.config")
+	;;
+*) die "kernel: unknown config variant '$VARIANT' (known: distro, debug, kasan)" ;;
 esac
 PATCHES=$top/kernel/patches
 OVERLAY=$top/rust
