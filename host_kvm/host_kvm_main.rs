@@ -277,9 +277,8 @@ impl PvlockHost for Host {
         match how {
             WaitEnd::Kick { latency_ns } => {
                 count(Counter::WaitsKicked);
-                // 0: a kick seen without its time (it met the end).
-                if latency_ns != 0 {
-                    STATS.latency.record(latency_ns);
+                if let Some(ns) = latency_ns {
+                    STATS.latency.record(ns);
                 }
             }
             WaitEnd::Bound => count(Counter::WaitsBound),

@@ -260,11 +260,11 @@ impl WaitStart {
 /// What ended a lock wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WaitEnd {
-    /// Its kick (or the module's unload), this many nanoseconds after the
-    /// kick; 0 if KVM did not see when the kick came.
+    /// Its kick (or the module's unload).
     Kick {
-        /// From the kick to the end of the wait.
-        latency_ns: u64,
+        /// From the kick to the end of the wait, in nanoseconds; `None` if
+        /// KVM did not see when the kick came (KVM passes 0).
+        latency_ns: Option<u64>,
     },
     /// The bound given to [`Vcpu::wait`]: no kick came in time.
     Bound,
@@ -428,7 +428,9 @@ impl<T: PvlockHost> Adapter<T> {
     /// `vcpu` is a live vCPU, on its own thread (KVM's call).
     unsafe extern "C" fn wait_end(vcpu: *mut bindings::kvm_vcpu, how: c_uint, latency_ns: u64) {
         let how = match how {
-            bindings::kvm_pvlock_wait_end_KVM_PVLOCK_END_KICK => WaitEnd::Kick { latency_ns },
+            bindings::kvm_pvlock_wait_end_KVM_PVLOCK_END_KICK => WaitEnd::Kick {
+                latency_ns: (latency_ns != 0).then_some(latency_ns),
+            },
             bindings::kvm_pvlock_wait_end_KVM_PVLOCK_END_BOUND => WaitEnd::Bound,
             _ => WaitEnd::Other,
         };
