@@ -69,11 +69,14 @@ pub enum Signature {
     LostNmiExit,
     /// A silent L2 with a vCPU whose RIP stayed in KVM's world switch.
     HostStateInGuest,
+    /// The entry stack overflowed: an event nested in the entry code
+    /// before its `swapgs`, where interrupts are off.
+    IrqBeforeSwapgs,
 }
 
 impl Signature {
     /// Every signature, in report order.
-    pub const ALL: [Signature; 18] = [
+    pub const ALL: [Signature; 19] = [
         Signature::L1Stall,
         Signature::L1Reset,
         Signature::L2TimerStall,
@@ -92,6 +95,7 @@ impl Signature {
         Signature::L1StuckInGuest,
         Signature::LostNmiExit,
         Signature::HostStateInGuest,
+        Signature::IrqBeforeSwapgs,
     ];
 
     /// Its short stable name, for tables and JSON.
@@ -115,6 +119,7 @@ impl Signature {
             Signature::L1StuckInGuest => "l1-stuck-in-guest",
             Signature::LostNmiExit => "lost-nmi-exit",
             Signature::HostStateInGuest => "host-state-in-guest",
+            Signature::IrqBeforeSwapgs => "irq-before-swapgs",
         }
     }
 }
@@ -234,6 +239,40 @@ fn lost_gs_base<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) -> bool
         && lines.clone().any(|l| gs_load_before_fault(&l))
         && lines.clone().any(|l| l.contains("RAX: 0000000000000000"))
         && lines.any(|l| small_cr2(&l))
+}
+
+/// The entry stack (`ENTRY_TRAMPOLINE`) overflowed, the report's RIP in the
+/// exception or interrupt entry. The kernel runs on that stack only in its
+/// first instructions after an event from user mode (until `error_entry`'s
+/// `swapgs` and `sync_regs` move the frame to the task stack) and in its
+/// last ones on the way back (the `sysret` path, and the `iret` path with
+/// PTI): every one of them with interrupts off (every IDT gate clears IF),
+/// touching nothing that can fault, the same with any module loaded; no
+/// project code runs there. Overflowing it takes events nested there. A
+/// nested event there sees a kernel CS in its frame, so the entry takes
+/// the kernel-mode path without `swapgs`, on the user's GS base: the faults
+/// that then recur are `irqentry_enter`'s read of `current` (through GS
+/// base 0: the boot copy of the per-CPU area, in freed init memory, so
+/// `0xcccc...` or 0), as in both sightings. The CPU delivered an interrupt
+/// with IF clear: the fault of [`Signature::IrqInIrq`], in another place.
+fn irq_before_swapgs<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) -> bool {
+    lines
+        .clone()
+        .any(|l| l.contains("BUG: ENTRY_TRAMPOLINE stack guard page was hit"))
+        && lines.any(|l| {
+            l.split_once("RIP: 0010:").is_some_and(|(_, f)| {
+                [
+                    "irqentry_enter+",
+                    "error_entry+",
+                    "asm_exc_",
+                    "asm_sysvec_",
+                    "asm_common_interrupt+",
+                    "exc_",
+                ]
+                .iter()
+                .any(|e| f.starts_with(e))
+            })
+        })
 }
 
 /// An `int3` trap at an address whose byte in memory is not `int3`
@@ -609,6 +648,14 @@ fn crash_signature(name: &str, n: &Node) -> Option<Event> {
             since: problems_since(n, *seq),
             problems: true,
         });
+    }
+    if irq_before_swapgs(lines()) {
+        let i = anchor(n, |l| l.contains("stack guard page was hit"));
+        return event(
+            Signature::IrqBeforeSwapgs,
+            i,
+            "the entry stack overflowed with events nested in the entry code before its swapgs, where interrupts are off (nested TCG)".into(),
+        );
     }
     if lost_gs_base(lines()) {
         let i = anchor(n, |l| l.contains("BUG:"));
@@ -2287,6 +2334,66 @@ steps = [
         let j = judged(&s, &gs("irqentry_enter+0x1f/0x30"), &RunEnd::default());
         assert_eq!(signatures(&j), ["lost-gs-base"]);
         assert!(!judged(&s, &gs("guest_pvlock_unlock+0x1d/0x20"), &RunEnd::default()).platform());
+    }
+
+    #[test]
+    fn an_entry_stack_overflow_is_an_interrupt_before_swapgs() {
+        // The two entry-stack overflows of 2026-12-04, guest_pvlock
+        // loaded: a CPU in user mode takes a timer interrupt, and faults
+        // recur in irqentry_enter's read of current through the user's GS
+        // base until the entry stack's guard page; the platform's,
+        // whatever is loaded. The same recursion on another stack, or
+        // with its RIP in the project's code, is not this.
+        let crash = |stack: &str, rip: &str| {
+            let mut p = in_locktorture();
+            feed(
+                &mut p,
+                &format!(
+                    "
+                [g-1] [  212.100000] BUG: {stack} stack guard page was hit at fffffe000009eff8 (stack is fffffe000009f000..fffffe000009ffff)
+                [g-1] [  212.110000] Oops: stack guard page: 0000 [#1] SMP
+                [g-1] [  212.120000] CPU: 2 UID: 0 PID: 311 Comm: stress-ng-sigq Tainted: G           O        7.3.4 #1 PREEMPTLAZY
+                [g-1] [  212.130000] RIP: 0010:{rip}
+                [g-1] [  212.140000] RSP: 0018:fffffe000009f000 EFLAGS: 00010046
+                [g-1] [  212.150000] RAX: cccccccccccccccc RBX: 0000000000000000 RCX: 0000000000000000
+                [g-1] [  212.160000] FS:  00007f5b1a2c3740(0000) GS:ff11000078d00000(0000) knlGS:ff11000078d00000
+                [g-1] [  212.200000] Kernel panic - not syncing: Fatal exception in interrupt
+                [g-1] @@PV L1.l1 l2-exit g-1 rc=0
+                @@PV L1.l1 step-end l22 rc=0 secs=220.62
+                @@PV L1.l1 done rc=0 uptime=222.56
+                "
+                ),
+            );
+            p
+        };
+        let s = scenario(PVLOCK);
+        let j = judged(
+            &s,
+            &crash("ENTRY_TRAMPOLINE", "irqentry_enter+0x1f/0x30"),
+            &RunEnd::default(),
+        );
+        assert_eq!(signatures(&j), ["irq-before-swapgs"]);
+        assert!(j.platform());
+        let j = judged(
+            &s,
+            &crash("ENTRY_TRAMPOLINE", "error_entry+0x2c/0xc0"),
+            &RunEnd::default(),
+        );
+        assert_eq!(signatures(&j), ["irq-before-swapgs"]);
+        // The task stack with guest_pvlock loaded: a real recursion looks
+        // like this (entry-fault-recursion counts it only without it).
+        let j = judged(
+            &s,
+            &crash("TASK", "irqentry_enter+0x1f/0x30"),
+            &RunEnd::default(),
+        );
+        assert!(!j.platform());
+        let j = judged(
+            &s,
+            &crash("ENTRY_TRAMPOLINE", "guest_pvlock_unlock+0x1d/0x20"),
+            &RunEnd::default(),
+        );
+        assert!(!j.platform());
     }
 
     #[test]
