@@ -162,6 +162,45 @@ pub struct Step {
     /// refused); otherwise a non-zero status fails the run.
     #[serde(default)]
     pub may_fail: bool,
+    /// Run the step this many times in a row (at least 1, at most
+    /// [`MAX_REPEAT`]): the plan gets that many copies, whose ids are the
+    /// step's id (or its function) followed by 0, 1, ... Not with
+    /// `background`, whose `wait` would not know which copy it waits for.
+    #[serde(default = "default_repeat")]
+    pub repeat: u32,
+}
+
+fn default_repeat() -> u32 {
+    1
+}
+
+/// The most copies a `repeat` makes.
+pub const MAX_REPEAT: u32 = 1000;
+
+/// Replaces every step that has `repeat = N` by N copies of it, numbered.
+fn expand_repeats(steps: &mut Vec<Step>) -> Result<()> {
+    let mut out = Vec::with_capacity(steps.len());
+    for s in steps.drain(..) {
+        match s.repeat {
+            1 => out.push(s),
+            0 => bail!("repeat must be at least 1"),
+            n if n > MAX_REPEAT => bail!("repeat {n} is more than {MAX_REPEAT}"),
+            _ if s.background => bail!("a background step cannot repeat"),
+            n => {
+                let base =
+                    s.id.clone()
+                        .unwrap_or_else(|| s.run.clone().unwrap_or_else(|| "l2".into()));
+                for k in 0..n {
+                    let mut c = s.clone();
+                    c.repeat = 1;
+                    c.id = Some(format!("{base}{k}"));
+                    out.push(c);
+                }
+            }
+        }
+    }
+    *steps = out;
+    Ok(())
 }
 
 impl Step {
@@ -249,9 +288,20 @@ impl Scenario {
             .and_then(|n| n.to_str())
             .unwrap_or("scenario")
             .to_string();
+        s.expand()
+            .with_context(|| format!("bad scenario {}", path.display()))?;
         s.validate()
             .with_context(|| format!("bad scenario {}", path.display()))?;
         Ok(s)
+    }
+
+    /// Expands `repeat`s into the steps they stand for.
+    fn expand(&mut self) -> Result<()> {
+        expand_repeats(&mut self.l1.steps)?;
+        for g in &mut self.l2 {
+            expand_repeats(&mut g.steps).with_context(|| format!("l2 group '{}'", g.group))?;
+        }
+        Ok(())
     }
 
     fn validate(&self) -> Result<()> {
@@ -497,6 +547,7 @@ mod tests {
     fn parse(text: &str) -> Result<Scenario> {
         let mut s: Scenario = toml::from_str(text)?;
         s.name = "t".into();
+        s.expand()?;
         s.validate()?;
         Ok(s)
     }
@@ -647,6 +698,43 @@ steps = [
         ))
         .unwrap();
         assert_eq!(s.retries(), 1);
+    }
+
+    #[test]
+    fn a_repeated_step_is_that_many_numbered_steps() {
+        let s = parse(&BASIC.replace(
+            r#"{ run = "sh_step", args = ["echo it's"] },"#,
+            r#"{ run = "sh_step", args = ["echo it's"], id = "echo", repeat = 3, may_fail = true },
+  { run = "info", repeat = 2 },"#,
+        ))
+        .unwrap();
+        let ids: Vec<String> = s
+            .steps_of("g-1")
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(i, st)| st.id(i))
+            .collect();
+        assert_eq!(
+            ids,
+            ["locktorture1", "echo0", "echo1", "echo2", "info0", "info1"]
+        );
+        let echo2 = s.step("g-1", "echo2").unwrap();
+        assert!(echo2.may_fail && echo2.args == ["echo it's"] && echo2.repeat == 1);
+        let plan = &s.plans()[1].1;
+        assert!(plan.contains("echo2") && !plan.contains("repeat"), "{plan}");
+        for (bad, why) in [
+            ("repeat = 0", "at least 1"),
+            ("repeat = 1001", "more than 1000"),
+            ("repeat = 2, background = true", "background"),
+        ] {
+            let e = parse(&BASIC.replace(
+                r#"{ run = "sh_step", args = ["echo it's"] },"#,
+                &format!(r#"{{ run = "sh_step", args = ["x"], {bad} }},"#),
+            ))
+            .unwrap_err();
+            assert!(format!("{e:#}").contains(why), "{bad}: {e:#}");
+        }
     }
 
     #[test]
