@@ -183,19 +183,30 @@ impl Judgement {
 /// but a real hang of an L2 with HLT exits disabled and guest_pvlock
 /// installed ends in exactly these lines, so in an L2 only a kernel that
 /// runs no project code counts (in L1, see [`crash_signature`]).
-fn entry_fault_recursion<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) -> bool {
-    lines
-        .clone()
-        .any(|l| l.contains("stack guard page was hit"))
+fn entry_fault_recursion<'a>(lines: impl Iterator<Item = &'a String> + Clone) -> bool {
+    guard_page_hit_in(
+        lines,
+        "stack guard page was hit",
+        &[
+            "exc_page_fault",
+            "irqentry_enter",
+            "error_entry",
+            "asm_exc_page_fault",
+        ],
+    )
+}
+
+/// A report with a line containing `guard` (a stack's guard page hit) and
+/// a kernel `RIP:` line whose function starts with one of `rips`.
+fn guard_page_hit_in<'a>(
+    mut lines: impl Iterator<Item = &'a String> + Clone,
+    guard: &str,
+    rips: &[&str],
+) -> bool {
+    lines.clone().any(|l| l.contains(guard))
         && lines.any(|l| {
-            [
-                "RIP: 0010:exc_page_fault",
-                "RIP: 0010:irqentry_enter",
-                "RIP: 0010:error_entry",
-                "RIP: 0010:asm_exc_page_fault",
-            ]
-            .iter()
-            .any(|r| l.contains(r))
+            l.split_once("RIP: 0010:")
+                .is_some_and(|(_, f)| rips.iter().any(|r| f.starts_with(r)))
         })
 }
 
@@ -255,24 +266,19 @@ fn lost_gs_base<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) -> bool
 /// base 0: the boot copy of the per-CPU area, in freed init memory, so
 /// `0xcccc...` or 0), as in both sightings. The CPU delivered an interrupt
 /// with IF clear: the fault of [`Signature::IrqInIrq`], in another place.
-fn irq_before_swapgs<'a>(mut lines: impl Iterator<Item = &'a String> + Clone) -> bool {
-    lines
-        .clone()
-        .any(|l| l.contains("BUG: ENTRY_TRAMPOLINE stack guard page was hit"))
-        && lines.any(|l| {
-            l.split_once("RIP: 0010:").is_some_and(|(_, f)| {
-                [
-                    "irqentry_enter+",
-                    "error_entry+",
-                    "asm_exc_",
-                    "asm_sysvec_",
-                    "asm_common_interrupt+",
-                    "exc_",
-                ]
-                .iter()
-                .any(|e| f.starts_with(e))
-            })
-        })
+fn irq_before_swapgs<'a>(lines: impl Iterator<Item = &'a String> + Clone) -> bool {
+    guard_page_hit_in(
+        lines,
+        "BUG: ENTRY_TRAMPOLINE stack guard page was hit",
+        &[
+            "irqentry_enter+",
+            "error_entry+",
+            "asm_exc_",
+            "asm_sysvec_",
+            "asm_common_interrupt+",
+            "exc_",
+        ],
+    )
 }
 
 /// An `int3` trap at an address whose byte in memory is not `int3`
