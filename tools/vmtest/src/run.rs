@@ -310,7 +310,7 @@ fn l1_command(
     // with interrupts off in uart_write_room(), waiting for the console
     // port's nbcon ownership while the relay writes an L2's burst.
     let mut cmd = Command::new(&cfg.qemu);
-    cmd.args(["-accel", "tcg,thread=multi", "-cpu", "max"])
+    cmd.args(["-accel", &s.l1.accel(), "-cpu", "max"])
         .args(["-smp", &(s.l1.cpus + 1).to_string(), "-m", &s.l1.memory])
         .args(["-nographic", "-monitor", "none", "-no-reboot"])
         .args(["-serial", "stdio", "-chardev"])

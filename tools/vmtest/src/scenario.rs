@@ -77,7 +77,23 @@ pub struct Level1 {
     /// Extra kernel command line.
     #[serde(default)]
     pub cmdline: String,
+    /// Extra options of L1's TCG accelerator (`-accel
+    /// tcg,thread=multi,<these>`), for experiments on the platform, e.g.
+    /// `tb-size=32` (MiB of translated code before QEMU flushes it all).
+    #[serde(default)]
+    pub tcg: String,
     pub steps: Vec<Step>,
+}
+
+impl Level1 {
+    /// The `-accel` argument of L1's QEMU.
+    pub fn accel(&self) -> String {
+        if self.tcg.is_empty() {
+            "tcg,thread=multi".into()
+        } else {
+            format!("tcg,thread=multi,{}", self.tcg)
+        }
+    }
 }
 
 fn default_l1_cpus() -> u32 {
@@ -319,6 +335,17 @@ impl Scenario {
             check_steps(&g.steps, false)?;
         }
         check_steps(&self.l1.steps, true)?;
+        if !self.l1.tcg.split(',').all(|o| {
+            o.split_once('=').is_some_and(|(k, v)| {
+                plain_name(k, &['-']) && !v.is_empty() && plain_name(v, &['-', '.'])
+            })
+        }) && !self.l1.tcg.is_empty()
+        {
+            bail!(
+                "l1 tcg '{}': QEMU accelerator options are key=value pairs separated by commas",
+                self.l1.tcg
+            );
+        }
         let mut used = BTreeSet::new();
         for s in &self.l1.steps {
             for g in &s.l2 {
@@ -698,6 +725,20 @@ steps = [
         ))
         .unwrap();
         assert_eq!(s.retries(), 1);
+    }
+
+    #[test]
+    fn l1_tcg_options_are_key_value_pairs() {
+        let with = |tcg: &str| parse(&BASIC.replace("[l1]\n", &format!("[l1]\ntcg = \"{tcg}\"\n")));
+        assert_eq!(parse(BASIC).unwrap().l1.accel(), "tcg,thread=multi");
+        assert_eq!(
+            with("tb-size=32").unwrap().l1.accel(),
+            "tcg,thread=multi,tb-size=32"
+        );
+        for bad in ["tb-size", "tb-size=", "a=b,", "x=1 -m 8G", "a=$(b)"] {
+            let e = with(bad).unwrap_err();
+            assert!(format!("{e:#}").contains("key=value"), "{bad}: {e:#}");
+        }
     }
 
     #[test]
