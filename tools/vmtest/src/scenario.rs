@@ -203,9 +203,7 @@ fn expand_repeats(steps: &mut Vec<Step>) -> Result<()> {
             n if n > MAX_REPEAT => bail!("repeat {n} is more than {MAX_REPEAT}"),
             _ if s.background => bail!("a background step cannot repeat"),
             n => {
-                let base =
-                    s.id.clone()
-                        .unwrap_or_else(|| s.run.clone().unwrap_or_else(|| "l2".into()));
+                let base = s.id.clone().unwrap_or_else(|| s.function().to_string());
                 for k in 0..n {
                     let mut c = s.clone();
                     c.repeat = 1;
@@ -226,7 +224,12 @@ impl Step {
     pub fn id(&self, i: usize) -> String {
         self.id
             .clone()
-            .unwrap_or_else(|| format!("{}{}", self.run.as_deref().unwrap_or("l2"), i + 1))
+            .unwrap_or_else(|| format!("{}{}", self.function(), i + 1))
+    }
+
+    /// What the step runs: its function, or `l2` for an `l2` step.
+    fn function(&self) -> &str {
+        self.run.as_deref().unwrap_or("l2")
     }
 }
 
@@ -335,12 +338,12 @@ impl Scenario {
             check_steps(&g.steps, false)?;
         }
         check_steps(&self.l1.steps, true)?;
-        if !self.l1.tcg.split(',').all(|o| {
+        let key_value = |o: &str| {
             o.split_once('=').is_some_and(|(k, v)| {
                 plain_name(k, &['-']) && !v.is_empty() && plain_name(v, &['-', '.'])
             })
-        }) && !self.l1.tcg.is_empty()
-        {
+        };
+        if !self.l1.tcg.is_empty() && !self.l1.tcg.split(',').all(key_value) {
             bail!(
                 "l1 tcg '{}': QEMU accelerator options are key=value pairs separated by commas",
                 self.l1.tcg
