@@ -16,8 +16,6 @@
 #   make check      rustfmt and clippy, kernel modules and tools
 #   make vmtest SCENARIO="name ..."   run VM scenarios (default: the fast set)
 #   make bench [QUICK=1]              the benchmark (tools/pvlock-bench)
-#   make variant REV=<rev> NAME=<n>   guest_pvlock of another revision, for
-#                                     paired sweeps (tests/bench/gen-sweep.py)
 #   make test-distro                  the distro kernel variant: build it,
 #                                     the modules for it, one scenario
 #   make test-debug                   the debug kernel variant (lockdep,
@@ -61,7 +59,7 @@ RS_KERNEL_FILES = $(shell find rust -name '*.rs')
 
 .PHONY: all modules deps kernel print-kdir tools static-tools host-tools check \
 	check-modules check-tools test test-unit model vmtest demo bench clean \
-	kernel-clean check-kdir test-distro test-debug test-kasan variant modules-test \
+	kernel-clean check-kdir test-distro test-debug test-kasan modules-test \
 	check-modules-test
 
 all: modules
@@ -106,14 +104,11 @@ modules-test:
 
 REV ?=
 NAME ?=
-variant: check-kdir
-	@scripts/build-variant.sh "$(REV)" "$(NAME)" "$(KDIR)"
-
 static-tools:
 	@command -v $(CARGO) >/dev/null || { echo "pvlock: error: cargo not found (run 'make deps')" >&2; exit 1; }
 	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --quiet --release \
 		--manifest-path $(TOOLS)/Cargo.toml --target $(STATIC_TARGET) \
-		-p pvlock-stat -p pvlock-kvmtest -p pvlock-qmp
+		-p pvlock-stat -p pvlock-kvmtest -p pvlock-qmp -p pvlock-mmbench
 
 host-tools:
 	$(CARGO) build --quiet --release --manifest-path $(TOOLS)/Cargo.toml -p vmtest -p pvlock-bench
@@ -211,9 +206,11 @@ demo: deps kernel
 	$(MAKE) modules tools
 	$(VMTEST) run demo --summary
 
+# BENCH="--levels 2x --mech early_halt=1 ..." passes options to pvlock-bench.
 QUICK ?=
+BENCH ?=
 bench: modules tools
-	$(HOST_BIN)/pvlock-bench --kdir $(KDIR) --repo $(CURDIR) --tools-bin $(STATIC_BIN) $(if $(QUICK),--quick)
+	$(HOST_BIN)/pvlock-bench --kdir $(KDIR) --repo $(CURDIR) --tools-bin $(STATIC_BIN) $(if $(QUICK),--quick) $(BENCH)
 
 clean:
 	-$(KMAKE) clean >/dev/null 2>&1

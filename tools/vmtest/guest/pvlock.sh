@@ -519,7 +519,7 @@ l2_relay() {
 		fi
 		case "$l" in
 		*" step-begin "*) ;;
-		*"@@PV L2."*" hcmark "*) hist_stop "$1:${l##* hcmark }"; hist_start ;;
+		*"@@PV L2."*" hcmark "*) [ "${rec:-1}" = 1 ] && { hist_stop "$1:${l##* hcmark }"; hist_start; } ;;
 		*"@@PV L2."*" barrier "*) l2_barrier "$1" "${l##* barrier }" ;;
 		*"csd: Detected non-responsive"*) waitrec "$1" ipi-wait ;;
 		*"rcu: INFO"*) waitrec "$1" rcu-stall ;;
@@ -581,11 +581,17 @@ l2_watch() {
 l2() {
 	to=$1; shift
 	hostroot || { mark error "cannot mount the host root over 9p"; return 1; }
-	hist_start
-	waitrec_start
-	# A guest that resets (triple fault) leaves QEMU with status 0 and no
-	# message: trace KVM's shutdown exits (SVM exit code 0x7f) to name them.
-	echo 'exit_reason == 127' >"$EX/filter" 2>/dev/null && echo 1 >"$EX/enable"
+	# pv_record=0 (the benchmark): no trace event and no recorder while
+	# the guests run.
+	rec=${pv_record:-1}
+	if [ "$rec" = 1 ]; then
+		hist_start
+		waitrec_start
+		# A guest that resets (triple fault) leaves QEMU with status 0 and
+		# no message: trace KVM's shutdown exits (SVM exit code 0x7f) to
+		# name them.
+		echo 'exit_reason == 127' >"$EX/filter" 2>/dev/null && echo 1 >"$EX/enable"
+	fi
 	# Barriers count every guest of this step (l2_barrier).
 	PV_BAR_N=0
 	for spec in "$@"; do
@@ -613,8 +619,11 @@ l2() {
 			(
 				l2_watch "$name" "$seen" &
 				w=$!
-				l2_runq "$name" &
-				rq=$!
+				rq=
+				if [ "$rec" = 1 ]; then
+					l2_runq "$name" &
+					rq=$!
+				fi
 				(
 					# shellcheck disable=SC2086 # $qx: the group's extra QEMU arguments
 					# shellcheck disable=SC2086 # $aff: empty, or taskset and its CPU list
@@ -628,13 +637,14 @@ l2() {
 					echo "@@PV $LV l2-exit $name rc=$?"
 				) | l2_relay "$name" "$seen"
 				: >"$seen.done"
-				kill "$w" "$rq" 2>/dev/null
+				kill "$w" $rq 2>/dev/null
 				rm -f "$seen"
 			) &
 			i=$((i + 1))
 		done
 	done
 	wait
+	[ "$rec" = 1 ] || return 0
 	hist_stop "all"
 	grep -v '^#' /sys/kernel/tracing/trace 2>/dev/null | while IFS= read -r l; do mark l2-shutdown-exit "$l"; done
 	echo 0 >"$EX/enable" 2>/dev/null
@@ -744,6 +754,19 @@ burn() {
 	done
 	wait
 	mark burn "n=$1 secs=$2"
+}
+
+# mmbench THREADS SECONDS [CHUNK_KIB]: pvlock-mmbench (tools/), an
+# ebizzy-like load whose lock contention comes from the kernel's memory
+# paths (page faults, munmap, the page allocator); chunks per second.
+mmbench() {
+	mb_out=$(pvlock-mmbench "$@" 2>&1)
+	mb_rc=$?
+	if [ "$mb_rc" != 0 ]; then
+		mark mmbench "threads=$1 secs=$2 rc=$mb_rc error=[$(echo "$mb_out" | tail -1)]"
+		return 1
+	fi
+	mark mmbench "rc=0 $mb_out"
 }
 
 # stressng STRESSORS INSTANCES SECONDS [TIMEOUT]: stress-ng's STRESSORS

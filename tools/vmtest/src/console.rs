@@ -96,6 +96,29 @@ pub struct StressNg {
     pub error: Option<String>,
 }
 
+/// One `mmbench` run (tools/pvlock-mmbench): `threads` threads mapped,
+/// touched and unmapped `ops` chunks of `chunk_kib` KiB in `secs`
+/// seconds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MmBench {
+    pub threads: u64,
+    pub chunk_kib: u64,
+    pub ops: Option<u64>,
+    pub secs: Option<f64>,
+    pub error: Option<String>,
+}
+
+impl MmBench {
+    /// Chunks per second, if the run gave a count.
+    pub fn per_sec(&self) -> Option<f64> {
+        match (self.ops, self.secs) {
+            (Some(n), Some(s)) if s > 0.0 => Some(n as f64 / s),
+            _ => None,
+        }
+    }
+}
+
 /// What a kernel was running at a point of its console: the harness tells
 /// the platform's failures from the project's by it ([`crate::platform`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -197,6 +220,8 @@ pub struct Node {
     pub hackbench: Vec<Hackbench>,
     /// `stressng` results.
     pub stressng: Vec<StressNg>,
+    /// `mmbench` results.
+    pub mmbench: Vec<MmBench>,
     /// `barrier` steps passed: `name`, and `waited` (seconds until every
     /// guest of the l2 step had reached it).
     pub barriers: Vec<BTreeMap<String, String>>,
@@ -838,6 +863,7 @@ impl Parsed {
             "locktorture" => node.locktorture_marker(&data),
             "hackbench" => node.hackbench_marker(&data),
             "stressng" => node.stressng_marker(&data),
+            "mmbench" => node.mmbench_marker(&data),
             "loadloop" | "cpus" | "hotplug" => node.cpus_marker(event, &data),
             "barrier-passed" | "barrier-error" | "await" | "await-error" => {
                 node.sync_marker(event, &data)
@@ -1316,6 +1342,26 @@ impl Node {
         self.stressng.push(sn);
     }
 
+    /// `mmbench`: one run's result, or what went wrong.
+    fn mmbench_marker(&mut self, data: &str) {
+        let m = kv(data);
+        let num = |k: &str| m.get(k).and_then(|v| v.parse().ok());
+        let error = data.split_once("error=").map(|(_, e)| e.to_string());
+        let mb = MmBench {
+            threads: num("threads").unwrap_or(0),
+            chunk_kib: num("chunk_kib").unwrap_or(0),
+            ops: if error.is_none() { num("ops") } else { None },
+            secs: m.get("secs").and_then(|v| v.parse().ok()),
+            error,
+        };
+        if let Some(e) = &mb.error {
+            self.errors.push(format!("mmbench: {e}"));
+        } else if mb.per_sec().is_none() {
+            self.errors.push(format!("mmbench: no count in '{data}'"));
+        }
+        self.mmbench.push(mb);
+    }
+
     /// `loadloop`, `cpus`, `hotplug`: results of the steps that load the
     /// module in a loop, bring CPUs online, and take them off and on.
     fn cpus_marker(&mut self, event: &str, data: &str) {
@@ -1718,6 +1764,20 @@ mod tests {
         );
         assert_eq!(g.errors.len(), 2);
         assert!(g.errors[0].contains("timeout"));
+    }
+
+    #[test]
+    fn parses_mmbench() {
+        let mut p = Parsed::default();
+        p.line("[g-1] @@PV L2.g-1 mmbench rc=0 ops=12000 secs=10.000 threads=8 chunk_kib=256");
+        p.line("[g-1] @@PV L2.g-1 mmbench threads=8 secs=10 rc=2 error=[pvlock-mmbench: mmap: Cannot allocate memory]");
+        let g = &p.nodes["g-1"];
+        assert_eq!(g.mmbench.len(), 2);
+        assert_eq!(g.mmbench[0].per_sec(), Some(1200.0));
+        assert_eq!((g.mmbench[0].threads, g.mmbench[0].chunk_kib), (8, 256));
+        assert_eq!(g.mmbench[1].per_sec(), None);
+        assert_eq!(g.errors.len(), 1);
+        assert!(g.errors[0].contains("Cannot allocate"));
     }
 
     #[test]

@@ -116,7 +116,12 @@ fn file_name(p: &Path) -> String {
 /// names), which the image carries under /usr/bin/ with the programs:
 /// pvlock-qmp is L1's QMP client, which the guest library runs to ask a
 /// silent L2 why (`l2_regs`, `l2_nmi`, `l2_threads`).
-pub const STATIC_TOOLS: [&str; 3] = ["pvlock-stat", "pvlock-kvmtest", "pvlock-qmp"];
+pub const STATIC_TOOLS: [&str; 4] = [
+    "pvlock-stat",
+    "pvlock-kvmtest",
+    "pvlock-qmp",
+    "pvlock-mmbench",
+];
 
 /// Builds the base image, or finds it in `cache`; returns its path.
 pub fn base(inputs: &Inputs, cache: &Path) -> Result<PathBuf> {

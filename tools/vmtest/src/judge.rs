@@ -356,6 +356,7 @@ fn node_shape() -> Value {
     n.locktorture.push(Default::default());
     n.hackbench.push(Default::default());
     n.stressng.push(Default::default());
+    n.mmbench.push(Default::default());
     n.runq.push(Default::default());
     n.nmi_late_in_project.push(Default::default());
     serde_json::to_value(n).unwrap_or(Value::Null)

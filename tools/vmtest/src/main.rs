@@ -245,17 +245,9 @@ fn report_one(s: &Scenario, r: &Report, summary: bool) {
 /// What each kernel of a run reported, for people: the result's nodes,
 /// read back as the harness's own [`vmtest::console::Node`]s.
 fn print_summary(r: &Report) {
-    let nodes: std::collections::BTreeMap<String, vmtest::console::Node> =
-        match r.result.get("nodes").cloned().map(serde_json::from_value) {
-            Some(Ok(nodes)) => nodes,
-            Some(Err(e)) => {
-                eprintln!("vmtest: the result's nodes do not read back: {e}");
-                return;
-            }
-            None => return,
-        };
+    let nodes = &r.result.nodes;
     let opt = |v: Option<u64>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
-    for (name, n) in &nodes {
+    for (name, n) in nodes {
         println!("--- {name} ---");
         if let Some(k) = &n.kernel {
             println!("kernel {k}, {} CPUs", opt(n.nproc));

@@ -143,7 +143,6 @@ impl Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
 
     fn close(a: (f64, f64), b: (f64, f64)) -> bool {
         (a.0 - b.0).abs() < 5e-5 && (a.1 - b.1).abs() < 5e-5
@@ -183,7 +182,7 @@ mod tests {
                 ..Default::default()
             }],
             wall_secs: 1.0,
-            result: Value::Null,
+            result: Default::default(),
             deferred: false,
             console_silent: None,
             tails: vec![],

@@ -5,9 +5,26 @@
 //! next), [`crate::rate`] and the programs; a leaf, so that none of them
 //! imports another for its types.
 
-use serde::Serialize;
-use serde_json::Value;
+use crate::console::Node;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+/// What one attempt's kernels reported, by kernel (`l1`, `<group>-<i>`),
+/// and how the run ended: the result the scenario's expectations read
+/// (as JSON paths) and the benchmark reads (as types).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunResult {
+    pub scenario: String,
+    pub wall_secs: f64,
+    pub timed_out: bool,
+    /// The kernel that went silent; the watchdog stopped the run.
+    pub stalled: Option<String>,
+    /// L1's QEMU exit status.
+    pub qemu_status: Option<i32>,
+    pub nodes: BTreeMap<String, Node>,
+}
 
 /// The outcome of one attempt.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -55,7 +72,7 @@ pub struct Report {
     pub reasons: Vec<String>,
     pub attempts: Vec<Attempt>,
     pub wall_secs: f64,
-    pub result: Value,
+    pub result: RunResult,
     /// The last attempt failed for platform reasons and retries remain,
     /// but this round's attempts are used up: run it again later, after
     /// the other scenarios, so that a bad spell of the machine does not

@@ -98,7 +98,6 @@ pub fn rounds(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
     use std::time::Duration;
 
     #[test]
@@ -153,7 +152,7 @@ mod tests {
                     reasons: vec![],
                     attempts,
                     wall_secs: 0.0,
-                    result: Value::Null,
+                    result: Default::default(),
                     deferred,
                     console_silent: None,
                     tails: vec![],

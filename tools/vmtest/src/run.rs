@@ -13,7 +13,7 @@ use crate::judge::{judge, reasons, RunEnd};
 use crate::platform::judge_platform;
 use crate::qmp;
 use crate::regs::Symbols;
-use crate::report::{Attempt, Report};
+use crate::report::{Attempt, Report, RunResult};
 use crate::retry::{Next, Policy};
 use crate::scenario::Scenario;
 use crate::watchdog::{Stall, Watchdog, NMI_GRACE_SECS, STALL_SECS};
@@ -809,16 +809,16 @@ pub fn run(cfg: &Config, s: &Scenario, earlier: Vec<Attempt>) -> Result<Report> 
         attempt += 1;
         this_round += 1;
         let r = run_once(cfg, s, &base, attempt)?;
-        let result = json!({
-            "scenario": s.name,
-            "wall_secs": r.wall,
-            "timed_out": r.end.timed_out,
-            "stalled": r.end.stalled,
-            "qemu_status": r.end.qemu_status,
-            "nodes": serde_json::to_value(&r.parsed.nodes)?,
-        });
+        let result = RunResult {
+            scenario: s.name.clone(),
+            wall_secs: r.wall,
+            timed_out: r.end.timed_out,
+            stalled: r.end.stalled.clone(),
+            qemu_status: r.end.qemu_status,
+            nodes: r.parsed.nodes.clone(),
+        };
         let end = &r.end;
-        let failures = judge(s, &r.parsed, &result, end);
+        let failures = judge(s, &r.parsed, &serde_json::to_value(&result)?, end);
         let reasons = reasons(&failures);
         let judgement = judge_platform(s, &r.parsed, &failures, end);
         let a = attempt_of(attempt, &r, &reasons, &judgement);

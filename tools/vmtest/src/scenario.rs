@@ -82,7 +82,18 @@ pub struct Level1 {
     /// `tb-size=32` (MiB of translated code before QEMU flushes it all).
     #[serde(default)]
     pub tcg: String,
+    /// L1's recorders while its guests run: the hypercall histogram
+    /// (`hcmark`, `hypercalls`), the lock-wait and interrupt records, the
+    /// run-queue record and the trace of the guests' shutdown exits. On by
+    /// default (the tests read them when a guest fails); the benchmark
+    /// turns them off, so that no trace event fires in a measured window.
+    #[serde(default = "yes")]
+    pub record: bool,
     pub steps: Vec<Step>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Level1 {
@@ -218,6 +229,36 @@ fn expand_repeats(steps: &mut Vec<Step>) -> Result<()> {
 }
 
 impl Step {
+    /// A step that runs guest-library function `run` with `args`, bounded
+    /// by `timeout` seconds (for programs that build scenarios).
+    pub fn call(run: &str, args: &[&str], timeout: u64) -> Step {
+        Step {
+            run: Some(run.to_string()),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            l2: Vec::new(),
+            timeout,
+            background: false,
+            id: None,
+            may_fail: false,
+            repeat: 1,
+        }
+    }
+
+    /// An L1 step that boots the L2 groups `groups` and waits for them.
+    pub fn boot(groups: &[&str], timeout: u64) -> Step {
+        Step {
+            run: None,
+            l2: groups.iter().map(|g| g.to_string()).collect(),
+            ..Step::call("l2", &[], timeout)
+        }
+    }
+
+    /// The same step with id `id`.
+    pub fn with_id(mut self, id: &str) -> Step {
+        self.id = Some(id.to_string());
+        self
+    }
+
     /// The step's name in the plan and the results: its `id`, or its
     /// function (`l2` for an `l2` step) numbered by its place (`i`, from 0)
     /// in its level's steps.
@@ -293,6 +334,7 @@ const STEP_FUNCTIONS: &[&str] = &[
     "barrier",
     "await_lock",
     "burn",
+    "mmbench",
 ];
 
 impl Scenario {
@@ -312,6 +354,14 @@ impl Scenario {
         s.validate()
             .with_context(|| format!("bad scenario {}", path.display()))?;
         Ok(s)
+    }
+
+    /// Checks a scenario that a program built (as [`Scenario::load`]
+    /// checks a file) and expands its `repeat`s.
+    pub fn checked(mut self) -> Result<Scenario> {
+        self.expand()?;
+        self.validate()?;
+        Ok(self)
     }
 
     /// Expands `repeat`s into the steps they stand for.
@@ -447,6 +497,9 @@ impl Scenario {
 
     fn l1_plan(&self) -> String {
         let mut s = String::new();
+        if !self.l1.record {
+            s.push_str("pv_record=0\n");
+        }
         for g in &self.l2 {
             let _ = writeln!(s, "pv_l2cmd_{}={}", g.group, shell_quote(&g.cmdline));
             let _ = writeln!(s, "pv_l2qemu_{}={}", g.group, shell_quote(&g.qemu));
@@ -617,6 +670,14 @@ steps = [
             .contains("step locktorture1 200 locktorture spin_lock 0 15\n"));
         assert!(plans[1].1.contains("sh_step 'echo it'\\''s'\n"));
         assert_eq!(s.l2_instances(), vec!["g-1"]);
+        assert!(!plans[0].1.contains("pv_record"));
+    }
+
+    #[test]
+    fn an_l1_that_records_nothing_says_so_first() {
+        let text = BASIC.replace("[l1]\n", "[l1]\nrecord = false\n");
+        let s = parse(&text).unwrap();
+        assert!(s.plans()[0].1.starts_with("pv_record=0\n"));
     }
 
     #[test]
