@@ -136,9 +136,24 @@ pub const CASES: &[Case] = &[
     Case {
         name: "mp_state_round_trip",
         needs: Needs::Loaded,
-        about: "GET_MP_STATE of a waiting vCPU is RUNNABLE, SET_MP_STATE ends the wait once; \
-                a held kick survives the round trip",
+        about: "GET_MP_STATE of a vCPU stopped in its wait is RUNNABLE, SET_MP_STATE ends \
+                one later wait at once; a held kick survives the round trip",
         run: mp_state_round_trip,
+    },
+    Case {
+        name: "restore_keeps_rax",
+        needs: Needs::Loaded,
+        about: "a VMM that restores a waiting vCPU's registers and then its MP state, as QEMU \
+                does, resumes it with the restored RAX: KVM_SET_MP_STATE writes no register",
+        run: restore_keeps_rax,
+    },
+    Case {
+        name: "no_wait_outside_run",
+        needs: Needs::Loaded,
+        about: "a lock wait ends when its vCPU leaves KVM_RUN: the saved RAX holds its result, \
+                and a kick while the VMM holds the vCPU is HELD, not WOKEN for a wait the \
+                saved state does not have",
+        run: no_wait_outside_run,
     },
     Case {
         name: "kick_cpu_latch_used_up",
@@ -1978,6 +1993,81 @@ fn mp_state_round_trip_of_target(vm: &TestVm, what: &str) -> Result<u32> {
     Ok(s)
 }
 
+/// A value no lock wait returns, for RAX.
+const RAX_MARKER: u64 = 0x1234_5678;
+
+/// Stops the target in a halted lock wait, enabled and primed.
+fn target_stopped_in_wait(ctx: &Ctx) -> Result<(TestVm, u32)> {
+    let vm = ctx.vm()?;
+    enable(&vm, [abi::KVM_PVLOCK_KICK_ENABLE, 0, 0, 0])?;
+    vm.prime_target()?;
+    let t = vm.token();
+    vm.target_round(false, Rest::wait(t))?;
+    vm.expect_target_halted(ctx.settings.stale_wait, "of its wait, before any kick")?;
+    let seen = vm.pause_target()?;
+    if let Some(ev) = seen.first() {
+        bail!("target vCPU: {} in its wait, before it was stopped", ev.name());
+    }
+    Ok((vm, t))
+}
+
+/// Case: restoring registers, then the MP state, keeps the registers.
+fn restore_keeps_rax(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
+    let (vm, _) = target_stopped_in_wait(ctx)?;
+    let s = vm.target_mp_state()?;
+    out.set("mp_state_in_wait", mp_state_name(s));
+    // A snapshot's RAX, restored before the MP state (QEMU's order).
+    vm.set_target_rax(RAX_MARKER)?;
+    vm.set_target_mp_state(s)?;
+    vm.resume_target()?;
+    let (_, ret) = vm.expect_waited_within(vm.timeout).context(
+        "after KVM_SET_REGS and KVM_SET_MP_STATE the target did not go on from its wait",
+    )?;
+    out.set("rax_after_restore", format!("{:#x}", ret as u32));
+    ensure!(
+        ret == RAX_MARKER as i64,
+        "the target resumed with RAX {} instead of the restored {RAX_MARKER:#x}: \
+         KVM_SET_MP_STATE overwrote a register the VMM had restored",
+        describe(ret)
+    );
+    Ok(())
+}
+
+/// Case: no lock wait outlives `KVM_RUN`.
+fn no_wait_outside_run(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
+    let (vm, t) = target_stopped_in_wait(ctx)?;
+    let s = vm.target_mp_state()?;
+    let rax = vm.target_rax()?;
+    out.set("mp_state_stopped", mp_state_name(s));
+    out.set("rax_stopped", format!("{rax:#x}"));
+    // The kicker runs while the VMM holds the target, as during a save.
+    let kick = vm.kick(0, 1, t)?.ret();
+    out.set("kick_while_stopped", describe(kick));
+    ensure!(
+        kick == abi::KVM_PVLOCK_KICK_HELD,
+        "a kick of the stopped target returned {} instead of HELD: it found a wait that \
+         the state the VMM saves (MP state {}, RAX {rax:#x}) does not have, so a restored \
+         guest counts a lost kick",
+        describe(kick),
+        mp_state_name(s)
+    );
+    ensure!(
+        s == KVM_MP_STATE_RUNNABLE && rax == abi::KVM_PVLOCK_WAIT_ENDED as u64,
+        "the stopped target's saved state is MP state {} with RAX {rax:#x}, not RUNNABLE \
+         with KVM_PVLOCK_WAIT_ENDED (the wait's result)",
+        mp_state_name(s)
+    );
+    vm.resume_target()?;
+    vm.expect_returned(abi::KVM_PVLOCK_WAIT_ENDED)
+        .context("the target, resumed, did not go on from its ended wait")?;
+    // The held kick is below the next wait's token: it halts until its own.
+    let t = vm.token();
+    vm.target_round(false, Rest::wait(t))?;
+    vm.kick_wait(t)?;
+    vm.expect_waited()?;
+    Ok(())
+}
+
 /// Case: saving and restoring the MP state of a vCPU in or near a wait.
 fn mp_state_round_trip(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
     let stale = ctx.settings.stale_wait;
@@ -2070,14 +2160,23 @@ fn mp_state_round_trip(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
         out.bump("counters_checked", 5);
     }
 
-    // The kick armed by the round trip ended that wait: it ends no other.
+    // The wait ended when the target left KVM_RUN, so KVM_SET_MP_STATE
+    // armed a kick for the next wait (a restored vCPU may be on its way
+    // into a wait whose kick its source held): that one ends at once, and
+    // no other.
+    let t = vm.token();
+    vm.target_round(false, Rest::wait(t))?;
+    vm.expect_returned(abi::KVM_PVLOCK_WAIT_ENDED).context(
+        "the wait after KVM_SET_MP_STATE did not end at once (the restore arms a kick for the \
+         next wait)",
+    )?;
     let counters = ctx.debugfs.try_counters();
     let t = vm.token();
     vm.target_round(false, Rest::wait(t))?;
     vm.expect_target_halted(
         stale,
-        "of the next wait: KVM_SET_MP_STATE ended the wait in progress and then the next \
-         one too (a restored vCPU leaves a wait at most once without a kick)",
+        "of the wait after that: KVM_SET_MP_STATE ended two waits (a restored vCPU leaves a \
+         wait at most once without a kick)",
     )?;
     let w = vm.kick_wait(t)?;
     vm.expect_waited()?;

@@ -1021,6 +1021,25 @@ impl TestVm {
             .map_err(|e| anyhow!("KVM_GET_MP_STATE on the target: {e}"))
     }
 
+    /// `KVM_GET_REGS` on the stopped target: RAX.
+    pub fn target_rax(&self) -> Result<u64> {
+        self.target
+            .call(self.timeout, |v| v.get_regs().map(|r| r.rax))?
+            .map_err(|e| anyhow!("KVM_GET_REGS on the target: {e}"))
+    }
+
+    /// `KVM_GET_REGS`, then `KVM_SET_REGS` with RAX = `rax`, on the
+    /// stopped target: what a VMM does when it restores a vCPU.
+    pub fn set_target_rax(&self, rax: u64) -> Result<()> {
+        self.target
+            .call(self.timeout, move |v| {
+                let mut r = v.get_regs()?;
+                r.rax = rax;
+                v.set_regs(&r)
+            })?
+            .map_err(|e| anyhow!("KVM_SET_REGS on the target: {e}"))
+    }
+
     /// `KVM_SET_MP_STATE` on the stopped target.
     pub fn set_target_mp_state(&self, mp_state: u32) -> Result<()> {
         self.target
