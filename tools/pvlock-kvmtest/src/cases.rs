@@ -2006,7 +2006,10 @@ fn target_stopped_in_wait(ctx: &Ctx) -> Result<(TestVm, u32)> {
     vm.expect_target_halted(ctx.settings.stale_wait, "of its wait, before any kick")?;
     let seen = vm.pause_target()?;
     if let Some(ev) = seen.first() {
-        bail!("target vCPU: {} in its wait, before it was stopped", ev.name());
+        bail!(
+            "target vCPU: {} in its wait, before it was stopped",
+            ev.name()
+        );
     }
     Ok((vm, t))
 }
