@@ -1903,10 +1903,15 @@ fn yield_to_holder(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
             "{name}: {redirected} yields redirected, with no other vCPU to go to"
         );
         if name == "waiting" {
+            // KVM looks at the target's hint only if it finds the target
+            // preempted; one that runs at that moment and is preempted
+            // before the yield lands is yielded to (seen: 1 in 4041, on
+            // 2026-12-07). Working steering refuses nearly all; broken
+            // steering refuses none and yields as in the other phases.
             ensure!(
-                refused > 0 && done == 0,
+                refused > 0 && done <= refused / 100,
                 "a target preempted while only waiting: {refused} yields refused, {done} \
-                 made (want some refused, none made)"
+                 made (want some refused, at most 1% as many made)"
             );
         } else {
             ensure!(

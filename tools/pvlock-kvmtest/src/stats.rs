@@ -62,6 +62,17 @@ pub fn describe(ret: i64) -> String {
     format!("{ret} ({name})")
 }
 
+/// A `KVM_HC_PVLOCK_WAIT` result with its name, for messages.
+pub fn describe_wait(ret: i64) -> String {
+    let name = match ret {
+        abi::KVM_PVLOCK_WAIT_ENDED => "ENDED",
+        abi::KVM_PVLOCK_WAIT_BOUND => "BOUND",
+        abi::KVM_PVLOCK_WAIT_KICKED => "KICKED",
+        _ => return describe(ret),
+    };
+    format!("{ret} ({name})")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,6 +96,10 @@ mod tests {
         assert_eq!(describe(-22), "-22 (-KVM_EINVAL)");
         assert_eq!(describe(-1000), "-1000 (-KVM_ENOSYS)");
         assert_eq!(describe(-38), "-38 (0xffffffda)");
+        assert_eq!(describe_wait(0), "0 (ENDED)");
+        assert_eq!(describe_wait(1), "1 (BOUND)");
+        assert_eq!(describe_wait(2), "2 (KICKED)");
+        assert_eq!(describe_wait(-22), "-22 (-KVM_EINVAL)");
     }
 
     #[test]

@@ -36,7 +36,7 @@ use kvm_ioctls::{Kvm, VcpuExit, VcpuFd, VmFd};
 use vmm_sys_util::signal::{register_signal_handler, Killable, SIGRTMIN};
 
 use crate::guest::{self, GuestMem};
-use crate::stats::{decode, describe};
+use crate::stats::{decode, describe, describe_wait};
 use pvlock_common::abi;
 
 /// The signal that interrupts `KVM_RUN` to pause a vCPU or at teardown.
@@ -917,8 +917,8 @@ impl TestVm {
         ensure!(
             ret == want,
             "the target's hypercall returned {} instead of {}",
-            describe(ret),
-            describe(want)
+            describe_wait(ret),
+            describe_wait(want)
         );
         Ok(ev)
     }
@@ -989,7 +989,7 @@ impl TestVm {
                 ensure!(
                     ret == 0,
                     "the target's first KVM_HC_PVLOCK_WAIT returned {}",
-                    describe(ret)
+                    describe_wait(ret)
                 );
                 Ok(true)
             }
