@@ -1988,14 +1988,20 @@ fn kick_bad_args(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
 /// `KVM_GET_MP_STATE` and `KVM_SET_MP_STATE` with its result on the
 /// target, which the test stops for them.
 fn mp_state_round_trip_of_target(vm: &TestVm, what: &str) -> Result<u32> {
-    let seen = vm.pause_target()?;
-    if let Some(ev) = seen.first() {
-        bail!("target vCPU: {} {what}, before the round trip", ev.name());
-    }
+    stop_target_quiet(vm, what)?;
     let s = vm.target_mp_state()?;
     vm.set_target_mp_state(s)?;
     vm.resume_target()?;
     Ok(s)
+}
+
+/// Stops the target, which must have reported nothing since it started
+/// `what` (waiting, spinning).
+fn stop_target_quiet(vm: &TestVm, what: &str) -> Result<()> {
+    if let Some(ev) = vm.pause_target()?.first() {
+        bail!("target vCPU: {} {what}, before it was stopped", ev.name());
+    }
+    Ok(())
 }
 
 /// A value no lock wait returns, for RAX.
@@ -2009,13 +2015,7 @@ fn target_stopped_in_wait(ctx: &Ctx) -> Result<(TestVm, u32)> {
     let t = vm.token();
     vm.target_round(false, Rest::wait(t))?;
     vm.expect_target_halted(ctx.settings.stale_wait, "of its wait, before any kick")?;
-    let seen = vm.pause_target()?;
-    if let Some(ev) = seen.first() {
-        bail!(
-            "target vCPU: {} in its wait, before it was stopped",
-            ev.name()
-        );
-    }
+    stop_target_quiet(&vm, "in its wait")?;
     Ok((vm, t))
 }
 

@@ -914,11 +914,17 @@ impl TestVm {
     /// `want`.
     pub fn expect_returned(&self, want: i64) -> Result<Event> {
         let (ev, ret) = self.expect_waited_within(self.timeout)?;
+        // Lock waits have names for their results; other hypercalls
+        // the target makes in their place (Rest::Call) do not.
+        let name = match self.rest.get() {
+            Rest::Wait { .. } => describe_wait,
+            Rest::Hlt | Rest::Call { .. } => describe,
+        };
         ensure!(
             ret == want,
             "the target's hypercall returned {} instead of {}",
-            describe_wait(ret),
-            describe_wait(want)
+            name(ret),
+            name(want)
         );
         Ok(ev)
     }
