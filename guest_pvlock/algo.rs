@@ -300,11 +300,6 @@ pub(crate) trait Platform {
     fn stat_inc(&self, a: &AtomicU32) {
         a.fetch_add(1, Ordering::Relaxed);
     }
-    /// This CPU begins (`true`) or ends (`false`) waiting for a lock, in
-    /// a slowpath that may nest in another: the host does not let a vCPU
-    /// that only waits for a lock run on (`KVM_HC_PVLOCK_HINT`).
-    #[inline(always)]
-    fn waiting(&self, _begins: bool) {}
     /// A trace point for the model checker; nothing in the kernel (`v` is
     /// not even evaluated).
     #[inline(always)]
@@ -926,13 +921,6 @@ impl PvLock {
 
     /// `queued_spin_lock_slowpath()`: returns once the caller owns `lock`.
     pub(crate) fn lock_slowpath<L: LockWord, P: Platform>(&self, p: &P, lock: &L) {
-        p.waiting(true);
-        self.acquire(p, lock);
-        p.waiting(false);
-    }
-
-    /// The slowpath proper: returns owning `lock`.
-    fn acquire<L: LockWord, P: Platform>(&self, p: &P, lock: &L) {
         let here = Here::of(p);
         let cpu = here.cpu();
         // Take a free lock ahead of the queue when no head spins for it.

@@ -18,7 +18,7 @@ pub(crate) use none::*;
 #[cfg(pvlock_test_hooks)]
 mod hooks {
     use kernel::pvlock::guest;
-    use kernel::pvlock::param::{BoolParam, U32Param};
+    use kernel::pvlock::param::U32Param;
     use kernel::sync::atomic::{Atomic, Relaxed};
 
     static INJECT_DROP_KICK: U32Param = U32Param::new(0, 0, u32::MAX);
@@ -28,10 +28,6 @@ mod hooks {
     static INJECT_FAIL_KICK: U32Param = U32Param::new(0, 0, u32::MAX);
     kernel::pvlock_module_param!(inject_fail_kick: U32Param = INJECT_FAIL_KICK, 0o644,
         "Test only: kick the target of every Nth project kick by an APIC ID no vCPU has, so that the host refuses it (0: off)");
-
-    static INJECT_HINT_LIE: BoolParam = BoolParam::new(false);
-    kernel::pvlock_module_param!(inject_hint_lie: BoolParam = INJECT_HINT_LIE, 0o444,
-        "Test only: tell the host that every CPU is in a critical section all the time (a hostile guest)");
 
     static INJECT_WAIT_DELAY_US: U32Param = U32Param::new(0, 0, 100_000);
     kernel::pvlock_module_param!(inject_wait_delay_us: U32Param = INJECT_WAIT_DELAY_US, 0o644,
@@ -109,12 +105,6 @@ mod hooks {
         DELAYS.add(1u64, Relaxed);
     }
 
-    /// Whether to tell the host that every CPU is always in a critical
-    /// section.
-    pub(crate) fn hint_lie() -> bool {
-        INJECT_HINT_LIE.get()
-    }
-
     /// The `info` file's lines of the faults injected.
     pub(crate) fn info(f: &mut impl core::fmt::Write) -> core::fmt::Result {
         writeln!(f, "injected_drops: {}", DROPS.load(Relaxed))?;
@@ -150,11 +140,6 @@ mod none {
 
     #[inline(always)]
     pub(crate) fn delayed() {}
-
-    #[inline(always)]
-    pub(crate) fn hint_lie() -> bool {
-        false
-    }
 
     #[inline(always)]
     pub(crate) fn info(_f: &mut impl core::fmt::Write) -> core::fmt::Result {

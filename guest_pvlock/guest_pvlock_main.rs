@@ -105,8 +105,6 @@ struct Info {
     mode: Option<algo::Mode>,
     /// The host publishes advice (ABI 3): the lock follows it.
     advice: bool,
-    /// The critical-section hint is registered.
-    hint: bool,
 }
 
 impl Writer for Info {
@@ -151,11 +149,6 @@ impl Writer for Info {
             None => writeln!(f, "advice: none")?,
         }
         writeln!(f, "steal_permille: {}", a.steal)?;
-        writeln!(
-            f,
-            "hint: {}",
-            if self.hint { params::HINT.get() } else { 0 }
-        )?;
         writeln!(
             f,
             "wait_says_kicked: {}",
@@ -303,8 +296,6 @@ fn decide(advice: &mut bool) -> Result<Decision> {
 struct GuestPvlock {
     /// Removed before the lock is uninstalled: its files read the lock.
     debugfs: Option<Pin<KBox<Scope<Files>>>>,
-    /// The critical-section hint, unregistered before the lock goes.
-    hint: Option<guest::Hint>,
     /// The installed lock, and the periodic work that parks and unparks it
     /// as the host's load changes (started only if the host advises).
     control: Option<Pin<KBox<Periodic<adaptive::Control>>>>,
@@ -409,37 +400,12 @@ impl kernel::Module for GuestPvlock {
             )?),
             None => None,
         };
-        // The hint needs the host's ABI 3; a refusal leaves the lock as it
-        // is, without the host's help.
-        let hint_flags = match params::HINT.get() {
-            2 => abi::KVM_PVLOCK_HINT_OBSERVE,
-            _ => 0,
-        };
-        let hint = if advice && mode.is_some() && params::HINT.get() != 0 {
-            match guest::Hint::start(hint_flags, faults::hint_lie()) {
-                Ok(h) if h.refused() == 0 => Some(h),
-                Ok(h) => {
-                    pr_warn!(
-                        "the host refused the critical-section hint on {} CPUs; not using it\n",
-                        h.refused()
-                    );
-                    None
-                }
-                Err(e) => {
-                    pr_warn!("cannot register the critical-section hint ({:?})\n", e);
-                    None
-                }
-            }
-        } else {
-            None
-        };
         let files = Files {
             info: Info {
                 reason,
                 previous: before,
                 mode,
                 advice,
-                hint: hint.is_some(),
             },
             counters: algo::COUNTERS.map(CounterFile),
             adaptive: core::array::from_fn(AdaptiveFile),
@@ -469,7 +435,6 @@ impl kernel::Module for GuestPvlock {
         }
         Ok(GuestPvlock {
             debugfs: Some(debugfs),
-            hint,
             control,
         })
     }
@@ -479,7 +444,6 @@ impl Drop for GuestPvlock {
     fn drop(&mut self) {
         // No reader of the lock's statistics is left after this.
         drop(self.debugfs.take());
-        drop(self.hint.take());
         let Some(control) = self.control.take() else {
             return;
         };

@@ -62,11 +62,6 @@ pub(crate) static ADAPTIVE_MAX_STEAL: U32Param = U32Param::new(250, 0, 1000);
 kernel::pvlock_module_param!(adaptive_max_steal: U32Param = ADAPTIVE_MAX_STEAL, 0o644,
     "Thousandths of a period that the host may keep a vCPU from running, in two periods in a row, while the native lock runs (default 250; 1000: no guard)");
 
-/// `hint=1`: the critical-section hint; `2`: the host only counts.
-pub(crate) static HINT: U32Param = U32Param::new(1, 0, 2);
-kernel::pvlock_module_param!(hint: U32Param = HINT, 0o444,
-    "Tell the host where each CPU's preemption count is, so that it may let a lock holder run on a little instead of preempting it: 0 no, 1 yes (default), 2 let it count the holders it preempts but defer none");
-
 /// `kick=0`: the project's lock wait and kick when the host offers them,
 /// else `HLT` and `KVM_HC_KICK_CPU`; `1`: always the latter; `2`: only the
 /// project's.

@@ -214,11 +214,6 @@ impl Platform for Guest {
     }
 
     #[inline(always)]
-    fn waiting(&self, begins: bool) {
-        guest::hint_waiting(begins);
-    }
-
-    #[inline(always)]
     fn stat_add(&self, a: &AtomicU64, v: u64) {
         kernel::pvlock::stats::local_add(a, v);
     }

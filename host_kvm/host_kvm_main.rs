@@ -17,10 +17,7 @@ use kernel::{
     prelude::*,
     pvlock::{
         abi::{Advice, Kick},
-        kvm::{
-            CurrentVcpu, Grant, Load, PvlockHost, Registration, Vcpu, Vm, VmState, WaitEnd,
-            WaitStart,
-        },
+        kvm::{CurrentVcpu, Load, PvlockHost, Registration, Vcpu, Vm, VmState, WaitEnd, WaitStart},
         param::{BoolParam, U32Param},
         periodic::{Periodic, PeriodicWork},
         stats::{check_zero_stats_write, write_u32_array, Log2Histogram, BUCKETS},
@@ -72,10 +69,6 @@ kernel::pvlock_module_param!(advice_hold_ms: U32Param = ADVICE_HOLD_MS, 0o644,
 static ADVICE_MAX_PREEMPTED: U32Param = U32Param::new(100, 0, 1000);
 kernel::pvlock_module_param!(advice_max_preempted: U32Param = ADVICE_MAX_PREEMPTED, 0o644,
     "Thousandths of a sample a vCPU may spend preempted while it runs, in two samples in a row, and its VM still count as not competing (default 100)");
-
-static GRANT_US: U32Param = U32Param::new(50, 0, 1000);
-kernel::pvlock_module_param!(grant_us: U32Param = GRANT_US, 0o644,
-    "Microseconds a vCPU whose guest holds a lock may run on when it would be preempted, once per tick (0: never; default 50)");
 
 // A broken host, for the harness's build only (PVLOCK_TEST_HOOKS=y).
 #[cfg(pvlock_test_hooks)]
@@ -198,16 +191,6 @@ impl Host {
         start.ret()
     }
 
-    fn hint(vcpu: &CurrentVcpu, args: [u64; 4]) -> i64 {
-        count(Counter::Hints);
-        let [flags, count_gpa, wait_gpa, _] = args;
-        if vcpu.set_hint(flags, count_gpa, wait_gpa).is_err() {
-            count(Counter::HintsBad);
-            return -abi::KVM_EINVAL;
-        }
-        0
-    }
-
     fn get_param(vm: &Vm, state: &VmState, param: u64) -> i64 {
         count(Counter::GetParam);
         match param {
@@ -242,7 +225,6 @@ impl PvlockHost for Host {
         match nr {
             abi::KVM_HC_PVLOCK_KICK => Host::kick(vcpu, &state, args),
             abi::KVM_HC_PVLOCK_WAIT => Host::wait(vcpu, args),
-            abi::KVM_HC_PVLOCK_HINT => Host::hint(vcpu, args),
             abi::KVM_HC_PVLOCK_GET_PARAM => Host::get_param(vcpu.vm(), &state, args[0]),
             _ => -abi::KVM_ENOSYS,
         }
@@ -284,29 +266,6 @@ impl PvlockHost for Host {
             WaitEnd::Bound => count(Counter::WaitsBound),
             WaitEnd::Other => count(Counter::WaitsOther),
         }
-    }
-
-    fn grant_ns(vcpu: &Vcpu, why: Grant) -> u64 {
-        count(Counter::HolderPreemptions);
-        let ns = u64::from(GRANT_US.get()) * 1000;
-        // Every holder's reschedule counts once more, as deferred or by
-        // why not: `holder_preemptions` is the sum of `grants` and the
-        // `not_deferred_*` counters.
-        let (counter, ns) = match why {
-            Grant::May if ns != 0 && enabled(&vcpu.vm().pvlock_state()) => (Counter::Grants, ns),
-            Grant::May => (Counter::NotDeferredOff, 0),
-            Grant::Observed => (Counter::NotDeferredObserved, 0),
-            Grant::Handover => (Counter::NotDeferredKick, 0),
-            Grant::Running => (Counter::NotDeferredRunning, 0),
-            Grant::Expired => (Counter::NotDeferredExpired, 0),
-            Grant::Tick => (Counter::NotDeferredTick, 0),
-        };
-        count(counter);
-        ns
-    }
-
-    fn holder_preempted(_vcpu: &Vcpu) {
-        count(Counter::HoldersPreempted);
     }
 
     fn advise(vm: &Vm, load: &Load, in_force: u64, saved: &mut u64) -> u64 {

@@ -97,37 +97,6 @@ __rust_helper long rust_helper_pvlock_kvm_hypercall3(unsigned int nr,
 	return kvm_hypercall3(nr, p1, p2, p3);
 }
 
-#ifdef CONFIG_PARAVIRT_SPINLOCKS
-/*
- * The critical-section hint (KVM_HC_PVLOCK_HINT): its registration and
- * state are arch/x86/kernel/kvm_pvlock_hint.c's, for helpers keep no state
- * (they may be inlined into their callers, modules included).
- */
-__rust_helper int rust_helper_pvlock_hint_start(unsigned long flags, bool lie)
-{
-	return kvm_pvlock_hint_start(flags, lie);
-}
-
-__rust_helper void rust_helper_pvlock_hint_stop(void)
-{
-	kvm_pvlock_hint_stop();
-}
-
-__rust_helper int rust_helper_pvlock_hint_refused(void)
-{
-	return kvm_pvlock_hint_refused();
-}
-
-/* This CPU's slowpath begins or ends waiting for a lock. */
-__rust_helper void rust_helper_pvlock_hint_waiting(bool begins)
-{
-	if (begins)
-		this_cpu_inc(kvm_pvlock_waiting);
-	else
-		this_cpu_dec(kvm_pvlock_waiting);
-}
-#endif /* CONFIG_PARAVIRT_SPINLOCKS */
-
 /*
  * KVM_HC_PVLOCK_WAIT.  With @sti, interrupts (disabled by the caller) are
  * enabled by the instruction right before the hypercall, as safe_halt()

@@ -33,8 +33,6 @@ const _: () = {
     assert!(abi::KVM_HC_PVLOCK_KICK == b::KVM_HC_PVLOCK_KICK);
     assert!(abi::KVM_HC_PVLOCK_GET_PARAM == b::KVM_HC_PVLOCK_GET_PARAM);
     assert!(abi::KVM_HC_PVLOCK_WAIT == b::KVM_HC_PVLOCK_WAIT);
-    assert!(abi::KVM_HC_PVLOCK_HINT == b::KVM_HC_PVLOCK_HINT);
-    assert!(abi::KVM_PVLOCK_HINT_OBSERVE == b::KVM_PVLOCK_HINT_OBSERVE as u64);
     assert!(abi::KVM_PVLOCK_KICK_WOKEN == b::KVM_PVLOCK_KICK_WOKEN as i64);
     assert!(abi::KVM_PVLOCK_KICK_HELD == b::KVM_PVLOCK_KICK_HELD as i64);
     assert!(abi::KVM_PVLOCK_WAIT_ENDED == b::KVM_PVLOCK_WAIT_ENDED as i64);

@@ -37,16 +37,6 @@ pub const KVM_HC_PVLOCK_GET_PARAM: u32 = 0x7076_0002;
 /// [`KVM_PVLOCK_WAIT_BOUND`] or [`KVM_PVLOCK_WAIT_ENDED`]. A vCPU's tokens
 /// grow from one wait to the next.
 pub const KVM_HC_PVLOCK_WAIT: u32 = 0x7076_0003;
-/// pvlock critical-section hint: a0 = flags (0), a1 = guest physical
-/// address of the calling vCPU's preemption count (its low 32 bits), a2 =
-/// that of its lock-waiting count (32 bits); both 0 unregisters. The host
-/// may let a vCPU whose count (bits 0-23) is not 0 and whose waiting count
-/// is 0 run on, bounded, when it would preempt it.
-pub const KVM_HC_PVLOCK_HINT: u32 = 0x7076_0004;
-/// `KVM_HC_PVLOCK_HINT` a0: the host counts the reschedules of the vCPU in
-/// a critical section but defers none (to measure what deferring saves).
-pub const KVM_PVLOCK_HINT_OBSERVE: u64 = 1 << 0;
-
 /// `KVM_HC_PVLOCK_WAIT` result: an event other than its kick ended the
 /// wait (an interrupt, an NMI, the VMM). Before ABI 4
 /// ([`KVM_PVLOCK_ABI_WAIT_KICKED`]), a kick too.
@@ -373,32 +363,6 @@ stat_list! {
         AdviceDedicated = c"advice_dedicated",
         /// Changes of a VM's advice back to shared.
         AdviceShared = c"advice_shared",
-        /// `KVM_HC_PVLOCK_HINT` calls.
-        Hints = c"hints",
-        /// ... refused.
-        HintsBad = c"hints_bad",
-        /// Reschedules of a vCPU whose guest held a lock.
-        HolderPreemptions = c"holder_preemptions",
-        /// ... deferred for `grant_us`.
-        Grants = c"grants",
-        /// ... not deferred: this tick's grant ran out with the lock still
-        /// held.
-        NotDeferredExpired = c"not_deferred_expired",
-        /// ... not deferred: this tick's grant ended otherwise (the vCPU
-        /// thread left its CPU, or a reschedule was asked within it).
-        NotDeferredTick = c"not_deferred_tick",
-        /// ... not deferred: a grant was running.
-        NotDeferredRunning = c"not_deferred_running",
-        /// ... not deferred: on the way back from a kick.
-        NotDeferredKick = c"not_deferred_kick",
-        /// ... not deferred: the guest only lets the host count (`hint=2`).
-        NotDeferredObserved = c"not_deferred_observed",
-        /// ... not deferred: `grant_us=0`, or pvlock not enabled for the VM.
-        NotDeferredOff = c"not_deferred_off",
-        /// vCPU threads preempted while their guest was in a critical
-        /// section and not waiting, whatever preempted them (counted in
-        /// the scheduler, where it happens).
-        HoldersPreempted = c"holders_preempted",
     }
 }
 

@@ -125,50 +125,6 @@ pub fn cpu_online(cpu: u32) -> bool {
     cpu < crate::cpu::nr_cpu_ids() && unsafe { bindings::pvlock_cpu_online(cpu) }
 }
 
-/// The critical-section hint of every CPU (`KVM_HC_PVLOCK_HINT`): while it
-/// lives, every online CPU, and every CPU that comes online, has told the
-/// host where its preemption count and its lock-waiting count
-/// ([`hint_waiting`]) are, so that the host may let a vCPU that holds a
-/// lock run on a little rather than preempt it. Dropping it unregisters
-/// every CPU. One at a time.
-pub struct Hint(());
-
-impl Hint {
-    /// Registers the hint with the `KVM_PVLOCK_HINT_*` `flags`; needs
-    /// `KVM_FEATURE_PVLOCK_KICK` with ABI 3. With `lie` (for tests), every
-    /// CPU registers a count that always says "critical section": a
-    /// hostile guest, which the host must keep to its bound. May sleep.
-    pub fn start(flags: u64, lie: bool) -> Result<Hint> {
-        // SAFETY: No requirement; the callbacks it registers are the C
-        // helper's own.
-        crate::error::to_result(unsafe { bindings::pvlock_hint_start(flags as usize, lie) })?;
-        Ok(Hint(()))
-    }
-
-    /// How many CPUs the host refused the hint to since the start.
-    pub fn refused(&self) -> u32 {
-        // SAFETY: Reads a counter.
-        unsafe { bindings::pvlock_hint_refused() as u32 }
-    }
-}
-
-impl Drop for Hint {
-    fn drop(&mut self) {
-        // SAFETY: `start()` succeeded for this value; no other is alive.
-        unsafe { bindings::pvlock_hint_stop() };
-    }
-}
-
-/// This CPU's lock slowpath begins (`true`) or ends waiting for a lock; the
-/// count nests with slowpaths nested by interrupts. Called with preemption
-/// disabled.
-#[inline]
-pub fn hint_waiting(begins: bool) {
-    // SAFETY: A per-CPU increment or decrement of the caller's own CPU, one
-    // instruction that an interrupt cannot split.
-    unsafe { bindings::pvlock_hint_waiting(begins) }
-}
-
 /// Whether the caller runs in NMI context.
 pub fn in_nmi() -> bool {
     // SAFETY: Reads the preempt count, no requirement.

@@ -106,19 +106,6 @@ impl CurrentVcpu {
         }
     }
 
-    /// Registers this vCPU's critical-section hint (`KVM_HC_PVLOCK_HINT`):
-    /// its `KVM_PVLOCK_HINT_*` flags, the guest physical addresses of its
-    /// preemption count and of its lock-waiting count; both 0 unregisters.
-    /// `EINVAL` for unknown flags or an address that is not aligned or not
-    /// in guest memory (nothing changes then).
-    pub fn set_hint(&self, flags: u64, count_gpa: u64, wait_gpa: u64) -> Result {
-        // SAFETY: By the type invariant the vCPU makes this hypercall on its
-        // own thread, where its pvlock state is its own.
-        to_result(unsafe {
-            bindings::kvm_pvlock_set_hint(self.0.as_raw(), flags, count_gpa, wait_gpa)
-        })
-    }
-
     /// Gives the rest of this vCPU's time slice to `target`; may sleep.
     /// Returns whether the scheduler switched to it.
     pub fn yield_to(&self, target: &Vcpu) -> bool {
@@ -272,41 +259,6 @@ pub enum WaitEnd {
     Other,
 }
 
-/// Whether KVM may defer a lock holder's reschedule
-/// ([`PvlockHost::grant_ns`]), and if not, why (`enum kvm_pvlock_grant`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Grant {
-    /// It may: the module's grant decides.
-    May,
-    /// The guest only lets the host count (`KVM_PVLOCK_HINT_OBSERVE`).
-    Observed,
-    /// The vCPU kicked a lock waiter in the exit it returns from.
-    Handover,
-    /// A grant is running.
-    Running,
-    /// This tick's grant ran out, and the guest still holds a lock.
-    Expired,
-    /// This tick's grant ended otherwise (the thread left its CPU, or a
-    /// reschedule was asked within it).
-    Tick,
-}
-
-impl Grant {
-    /// The reason KVM passes, or `None` for a value this module does not
-    /// know.
-    fn from_raw(why: c_uint) -> Option<Grant> {
-        Some(match why {
-            bindings::kvm_pvlock_grant_KVM_PVLOCK_GRANT_MAY => Grant::May,
-            bindings::kvm_pvlock_grant_KVM_PVLOCK_NO_GRANT_OBSERVED => Grant::Observed,
-            bindings::kvm_pvlock_grant_KVM_PVLOCK_NO_GRANT_HANDOVER => Grant::Handover,
-            bindings::kvm_pvlock_grant_KVM_PVLOCK_NO_GRANT_RUNNING => Grant::Running,
-            bindings::kvm_pvlock_grant_KVM_PVLOCK_NO_GRANT_EXPIRED => Grant::Expired,
-            bindings::kvm_pvlock_grant_KVM_PVLOCK_NO_GRANT_TICK => Grant::Tick,
-            _ => return None,
-        })
-    }
-}
-
 /// What the module implements. All functions may be called concurrently
 /// from any vCPU thread.
 pub trait PvlockHost: 'static {
@@ -331,21 +283,6 @@ pub trait PvlockHost: 'static {
     /// [`CurrentVcpu`] here).
     fn wait_end(vcpu: &Vcpu, how: WaitEnd);
 
-    /// How long `vcpu`, about to be rescheduled while its guest holds a
-    /// lock (its critical-section hint says so), may run on, in
-    /// nanoseconds; 0 for not at all. Called for every such reschedule;
-    /// with `why` other than [`Grant::May`] KVM defers none, for that
-    /// reason, and ignores the result. KVM caps it at 1 ms. On `vcpu`'s
-    /// thread with preemption disabled: it must not sleep.
-    fn grant_ns(vcpu: &Vcpu, why: Grant) -> u64;
-
-    /// `vcpu`'s thread was preempted while its guest was in a critical
-    /// section and not waiting for a lock, whatever preempted it (the
-    /// tick, a wake-up, a grant that ran out). Called in the scheduler, on
-    /// `vcpu`'s thread, with interrupts disabled: it must not sleep, take
-    /// a lock that an interrupt takes, or print.
-    fn holder_preempted(vcpu: &Vcpu);
-
     /// The advice (`KVM_PVLOCK_PARAM_ADVICE`) for `vm` under `load`, from
     /// the advice in force, `advice`, and the module's own `state` for the
     /// VM (0 at first), which it may change. Called for every VM from
@@ -364,8 +301,6 @@ impl<T: PvlockHost> Adapter<T> {
         force_feature: Some(Self::force_feature),
         wait_end: Some(Self::wait_end),
         advise: Some(Self::advise),
-        grant_ns: Some(Self::grant_ns),
-        holder_preempted: Some(Self::holder_preempted),
     };
 
     /// # Safety
@@ -436,27 +371,6 @@ impl<T: PvlockHost> Adapter<T> {
         };
         // SAFETY: KVM passes the live vCPU, on its own thread.
         T::wait_end(unsafe { Vcpu::from_raw(vcpu) }, how)
-    }
-
-    /// # Safety
-    ///
-    /// `vcpu` is a live vCPU (KVM's call).
-    unsafe extern "C" fn grant_ns(vcpu: *mut bindings::kvm_vcpu, why: c_uint) -> u64 {
-        // A reason KVM has and this module does not know: defer nothing
-        // (KVM built with this module has none).
-        let Some(why) = Grant::from_raw(why) else {
-            return 0;
-        };
-        // SAFETY: KVM passes a live vCPU.
-        T::grant_ns(unsafe { Vcpu::from_raw(vcpu) }, why)
-    }
-
-    /// # Safety
-    ///
-    /// `vcpu` is a live vCPU, on its own thread (KVM's call).
-    unsafe extern "C" fn holder_preempted(vcpu: *mut bindings::kvm_vcpu) {
-        // SAFETY: KVM passes the live vCPU, on its own thread.
-        T::holder_preempted(unsafe { Vcpu::from_raw(vcpu) })
     }
 
     /// # Safety

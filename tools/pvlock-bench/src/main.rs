@@ -56,8 +56,8 @@ struct Cli {
     #[arg(long, default_value_t = 5)]
     settle: u64,
     /// A mechanism to measure at the overcommitted levels: pvlock with
-    /// these parameters against pvlock as it loads (`hint=0`,
-    /// `early_halt=1`, `host_kvm.grant_us=0`; repeat for more).
+    /// these parameters against pvlock as it loads (`early_halt=1`,
+    /// `host_kvm.yield_to_target=0`; repeat for more).
     #[arg(long = "mech")]
     mechanisms: Vec<String>,
     /// The seed of the order (default: the clock), recorded.
@@ -149,14 +149,11 @@ fn real_main() -> Result<u8> {
         .iter()
         .map(|w| Workload::parse(w).with_context(|| format!("unknown workload '{w}' (lt, mm)")))
         .collect::<Result<_>>()?;
-    let mechs: Vec<Arm> = if cli.mechanisms.is_empty() && !cli.quick {
-        vec![Arm::mechanism("hint=0").map_err(anyhow::Error::msg)?]
-    } else {
-        cli.mechanisms
-            .iter()
-            .map(|m| Arm::mechanism(m).map_err(|e| anyhow::anyhow!("--mech '{m}': {e}")))
-            .collect::<Result<_>>()?
-    };
+    let mechs: Vec<Arm> = cli
+        .mechanisms
+        .iter()
+        .map(|m| Arm::mechanism(m).map_err(|e| anyhow::anyhow!("--mech '{m}': {e}")))
+        .collect::<Result<_>>()?;
     let reps = cli.reps.unwrap_or(if cli.quick { 5 } else { 10 });
     if reps == 0 || reps > 100 {
         bail!("--reps must be 1 to 100");

@@ -85,7 +85,7 @@ pub enum Lock {
 /// One arm: a lock, the host under it, and their parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Arm {
-    /// Unique at its level (`native`, `native~2`, `pvlock hint=0`, ...).
+    /// Unique at its level (`native`, `native~2`, `pvlock early_halt=1`, ...).
     pub name: String,
     pub lock: Lock,
     /// host_kvm is loaded in L1 (with `force=1`) while this arm's guests
@@ -124,8 +124,8 @@ impl Arm {
         }
     }
 
-    /// An arm of pvlock with other parameters (`hint=0`,
-    /// `host_kvm.grant_us=0`; space-separated), on host_kvm: a
+    /// An arm of pvlock with other parameters (`early_halt=1`,
+    /// `host_kvm.yield_to_target=0`; space-separated), on host_kvm: a
     /// mechanism's "off" side against the arm `pvlock`.
     pub fn mechanism(spec: &str) -> Result<Arm, String> {
         let mut a = Arm::new(&format!("pvlock {spec}"), Lock::Pvlock, true);
@@ -638,11 +638,11 @@ mod tests {
 
     #[test]
     fn mechanism_arms_parse_their_parameters() {
-        let a = Arm::mechanism("hint=0 host_kvm.grant_us=0").unwrap();
-        assert_eq!(a.guest_params, ["hint=0"]);
-        assert_eq!(a.host_params, ["grant_us=0"]);
+        let a = Arm::mechanism("early_halt=1 host_kvm.yield_to_target=0").unwrap();
+        assert_eq!(a.guest_params, ["early_halt=1"]);
+        assert_eq!(a.host_params, ["yield_to_target=0"]);
         assert!(Arm::mechanism("").is_err());
-        assert!(Arm::mechanism("hint").is_err());
+        assert!(Arm::mechanism("early_halt").is_err());
         assert!(Arm::mechanism("x=1;reboot").is_err());
     }
 }

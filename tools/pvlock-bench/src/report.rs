@@ -270,8 +270,6 @@ pub fn markdown(r: &Results) -> String {
             let parts: Vec<String> = [
                 "kicks",
                 "waits",
-                "grants",
-                "holders_preempted",
                 "yields",
                 "advice_dedicated",
                 "advice_shared",
@@ -359,13 +357,16 @@ mod tests {
     #[test]
     fn every_level_has_its_control_and_its_goals() {
         for level in Level::ALL {
-            let a = arms(level, &[crate::plan::Arm::mechanism("hint=0").unwrap()]);
+            let a = arms(
+                level,
+                &[crate::plan::Arm::mechanism("early_halt=1").unwrap()],
+            );
             let g = goals(level, &a, &Workload::ALL);
             assert_eq!(g.iter().filter(|g| g.resolution).count(), 2, "{level:?}");
             for x in &g {
                 assert!(a.iter().any(|a| a.name == x.num) && a.iter().any(|a| a.name == x.den));
             }
-            let mech = g.iter().any(|g| g.den == "pvlock hint=0");
+            let mech = g.iter().any(|g| g.den == "pvlock early_halt=1");
             assert_eq!(mech, level.overcommitted());
         }
     }

@@ -112,10 +112,8 @@ impl Histogram {
 /// The pvlock counters KVM keeps per vCPU in its binary statistics
 /// (`KVM_GET_STATS_FD`; KVM's per-VM debugfs directory sums them over the
 /// VM's vCPUs), in the order tools show them
-/// (Documentation/virt/kvm/pvlock.rst): lock waits and kicks, then the
-/// critical-section hint's grants, the holders' reschedules not deferred,
-/// and the directed yields the hint steered.
-pub const KVM_VCPU_COUNTERS: [&str; 14] = [
+/// (Documentation/virt/kvm/pvlock.rst): lock waits and kicks.
+pub const KVM_VCPU_COUNTERS: [&str; 7] = [
     "pvlock_waits",
     "pvlock_waits_at_once",
     "pvlock_waits_kicked",
@@ -123,13 +121,6 @@ pub const KVM_VCPU_COUNTERS: [&str; 14] = [
     "pvlock_kicks_held",
     "pvlock_kicks_failed",
     "pvlock_waits_bound",
-    "pvlock_grants",
-    "pvlock_grants_expired",
-    "pvlock_grants_cut",
-    "pvlock_preempted_in_cs",
-    "pvlock_sched_out_in_cs",
-    "pvlock_yields_redirected",
-    "pvlock_yields_refused",
 ];
 
 /// KVM's per-VM statistics of the host's advice (`kernel/patches/0008-*`,
@@ -208,8 +199,8 @@ mod tests {
 
     #[test]
     fn names_come_from_the_abi() {
-        assert_eq!(Kind::Host.counters().count(), 34);
-        assert_eq!(Kind::Host.counters().last(), Some("holders_preempted"));
+        assert_eq!(Kind::Host.counters().count(), 23);
+        assert_eq!(Kind::Host.counters().last(), Some("advice_shared"));
         assert_eq!(Kind::Guest.counters().count(), 29);
         assert!(Kind::Guest.counters().any(|c| c == "wakeups_lost"));
         assert_eq!(Kind::Host.counters().next(), Some("kicks"));

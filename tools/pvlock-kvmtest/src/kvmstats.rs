@@ -28,15 +28,6 @@ impl Stats {
     pub fn total(&self, name: &str) -> Option<u64> {
         self.0.get(name).map(|v| v.iter().sum())
     }
-
-    /// How much counter `name` grew since `before` (a counter `before`
-    /// lacks counts from 0); an error if KVM has no such counter now.
-    pub fn delta(&self, before: &Stats, name: &str) -> Result<u64> {
-        Ok(self
-            .total(name)
-            .with_context(|| format!("KVM has no {name}"))?
-            - before.total(name).unwrap_or(0))
-    }
 }
 
 /// The statistics file of a vCPU or VM fd.

@@ -21,7 +21,7 @@
 use crate::kvmstats::{Stats, StatsFd};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
@@ -212,8 +212,6 @@ pub struct VcpuThread {
     stop: Arc<AtomicBool>,
     pause: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
-    /// The thread's id (`gettid()`), once it started.
-    tid: Arc<AtomicI32>,
 }
 
 impl VcpuThread {
@@ -224,15 +222,9 @@ impl VcpuThread {
         let stop = Arc::new(AtomicBool::new(false));
         let pause = Arc::new(AtomicBool::new(false));
         let (stop2, pause2) = (Arc::clone(&stop), Arc::clone(&pause));
-        let tid = Arc::new(AtomicI32::new(0));
-        let tid2 = Arc::clone(&tid);
         let handle = thread::Builder::new()
             .name(format!("vcpu-{name}"))
-            .spawn(move || {
-                // SAFETY: gettid() has no requirement.
-                tid2.store(unsafe { libc::gettid() }, Ordering::SeqCst);
-                vcpu_loop(vcpu, &events_tx, &cmds_rx, &stop2, &pause2)
-            })
+            .spawn(move || vcpu_loop(vcpu, &events_tx, &cmds_rx, &stop2, &pause2))
             .with_context(|| format!("cannot start the {name} vCPU thread"))?;
         Ok(VcpuThread {
             name,
@@ -242,25 +234,7 @@ impl VcpuThread {
             stop,
             pause,
             handle: Some(handle),
-            tid,
         })
-    }
-
-    /// The thread's id, waiting up to a second for the thread to start.
-    pub fn tid(&self) -> Result<i32> {
-        let deadline = Instant::now() + Duration::from_secs(1);
-        loop {
-            let t = self.tid.load(Ordering::SeqCst);
-            if t != 0 {
-                return Ok(t);
-            }
-            ensure!(
-                Instant::now() < deadline,
-                "the {} vCPU thread did not start",
-                self.name
-            );
-            thread::sleep(Duration::from_millis(1));
-        }
     }
 
     fn send(&self, cmd: Cmd) -> Result<()> {
@@ -511,9 +485,6 @@ pub enum Rest {
     Hlt,
     /// `KVM_HC_PVLOCK_WAIT` with a0 = `flags`, a1 = `token`.
     Wait { flags: u32, token: u32 },
-    /// Hypercall `nr` with `args` (a0-a2), in the place of the lock wait:
-    /// a hypercall the target must make itself (its hint, say).
-    Call { nr: u32, args: [u32; 3] },
 }
 
 impl Rest {
@@ -526,7 +497,7 @@ impl Rest {
     fn event(self) -> u32 {
         match self {
             Rest::Hlt => guest::EV_HALTING,
-            Rest::Wait { .. } | Rest::Call { .. } => guest::EV_WAITING,
+            Rest::Wait { .. } => guest::EV_WAITING,
         }
     }
 }
@@ -698,44 +669,6 @@ impl TestVm {
         self.mem.as_ref().expect("guest memory")
     }
 
-    /// Writes the 32-bit word at guest physical address `gpa`.
-    pub fn write_word(&self, gpa: usize, value: u32) {
-        self.mem().write(gpa, value);
-    }
-
-    /// The thread ids of the kicker's and the target's vCPUs.
-    pub fn vcpu_tids(&self) -> Result<[i32; 2]> {
-        Ok([self.kicker.tid()?, self.target.tid()?])
-    }
-
-    /// Starts the kicker's hypercall `nr` `count` times while the result is
-    /// `expect`, without waiting for it: [`stop_kicker`](Self::stop_kicker)
-    /// interrupts it. The kicker must be stopped at a gated exit.
-    pub fn start_kicker_loop(
-        &self,
-        nr: u32,
-        args: [u32; 4],
-        count: u32,
-        expect: u32,
-    ) -> Result<()> {
-        let m = self.mem();
-        m.write(guest::CMD_OP, guest::OP_HYPERCALL);
-        m.write(guest::CMD_NR, nr);
-        for (i, a) in args.iter().enumerate() {
-            m.write(guest::CMD_A0 + 4 * i, *a);
-        }
-        m.write(guest::CMD_COUNT, count.max(1));
-        m.write(guest::CMD_EXPECT, expect);
-        m.write(guest::CMD_LEFT, u32::MAX);
-        self.kicker.resume()
-    }
-
-    /// Stops the kicker's loop started by
-    /// [`start_kicker_loop`](Self::start_kicker_loop). The VM is for
-    /// dropping afterwards: the kicker stopped in the middle of its loop.
-    pub fn stop_kicker(&self) -> Result<()> {
-        self.kicker.pause(self.timeout)
-    }
     /// `KVM_ENABLE_CAP(KVM_CAP_PVLOCK_KICK)`; the errno on failure.
     pub fn enable_pvlock(&self, args: [u64; 4]) -> std::result::Result<(), i32> {
         self.vm.enable_cap(&pvlock_cap(args)).map_err(|e| e.errno())
@@ -857,17 +790,15 @@ impl TestVm {
         self.target
             .expect(guest::PORT_RESULT, guest::EV_READY, self.timeout)?;
         let m = self.mem();
-        let wait = abi::KVM_HC_PVLOCK_WAIT;
-        let (mode, nr, [flags, token, a2]) = match rest {
-            Rest::Hlt => (guest::MODE_HLT, wait, [0; 3]),
-            Rest::Wait { flags, token } => (guest::MODE_WAIT, wait, [flags, token, 0]),
-            Rest::Call { nr, args } => (guest::MODE_WAIT, nr, args),
+        let (mode, flags, token) = match rest {
+            Rest::Hlt => (guest::MODE_HLT, 0, 0),
+            Rest::Wait { flags, token } => (guest::MODE_WAIT, flags, token),
         };
         m.write(guest::TGT_MODE, mode);
-        m.write(guest::TGT_NR, nr);
+        m.write(guest::TGT_NR, abi::KVM_HC_PVLOCK_WAIT);
         m.write(guest::TGT_FLAGS, flags);
         m.write(guest::TGT_TOKEN, token);
-        m.write(guest::TGT_A2, a2);
+        m.write(guest::TGT_A2, 0);
         m.write(guest::TGT_RET, NO_RET);
         m.write(guest::TGT_SPIN, u32::from(spin));
         self.rest.set(rest);
@@ -914,11 +845,10 @@ impl TestVm {
     /// `want`.
     pub fn expect_returned(&self, want: i64) -> Result<Event> {
         let (ev, ret) = self.expect_waited_within(self.timeout)?;
-        // Lock waits have names for their results; other hypercalls
-        // the target makes in their place (Rest::Call) do not.
+        // Lock waits have names for their results.
         let name = match self.rest.get() {
             Rest::Wait { .. } => describe_wait,
-            Rest::Hlt | Rest::Call { .. } => describe,
+            Rest::Hlt => describe,
         };
         ensure!(
             ret == want,

@@ -16,8 +16,7 @@ use serde::Serialize;
 use pvlock_common::stats::{KVM_VCPU_COUNTERS, KVM_VM_ADVICE};
 
 /// The per-VM statistics shown, in order (KVM's names): the lock waits and
-/// kicks, the critical-section hint's grants and yields, then the host's
-/// advice and the load behind it.
+/// kicks, then the host's advice and the load behind it.
 pub fn columns() -> impl Iterator<Item = &'static str> {
     KVM_VCPU_COUNTERS.into_iter().chain(KVM_VM_ADVICE)
 }
@@ -180,17 +179,10 @@ mod tests {
         assert_eq!((vms[0].pid, vms[0].comm.as_str()), (98, "qemu-system-x86"));
         assert_eq!(vms[0].counters[0], ("pvlock_waits".into(), Some(100)));
         assert_eq!(vms[1].counters[5], ("pvlock_kicks_failed".into(), Some(6)));
+        assert_eq!(vms[1].counters[6], ("pvlock_waits_bound".into(), Some(7)));
         assert_eq!(
-            vms[1].counters[8],
-            ("pvlock_grants_expired".into(), Some(9))
-        );
-        assert_eq!(
-            vms[1].counters[11],
-            ("pvlock_sched_out_in_cs".into(), Some(12))
-        );
-        assert_eq!(
-            vms[1].counters[14],
-            ("pvlock_advice_dedicated".into(), Some(15))
+            vms[1].counters[7],
+            ("pvlock_advice_dedicated".into(), Some(8))
         );
         let t = table(&vms);
         let lines: Vec<&str> = t.lines().collect();
@@ -198,8 +190,8 @@ mod tests {
         assert!(lines[0].contains("kicks_woken"), "{t}");
         assert!(lines[1].starts_with("98-12   qemu-system-x86"), "{t}");
         assert!(lines[0].ends_with("load_preempted"), "{t}");
-        assert!(lines[0].contains("grants_cut"), "{t}");
-        assert!(lines[2].ends_with(" 19"), "{t}");
+        assert!(lines[0].contains("waits_bound"), "{t}");
+        assert!(lines[2].ends_with(" 12"), "{t}");
         let j: serde_json::Value = serde_json::from_str(&json(&vms)).unwrap();
         assert_eq!(j["vms"][1]["counters"]["pvlock_waits_kicked"], 3);
     }

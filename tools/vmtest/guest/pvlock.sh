@@ -139,8 +139,6 @@ locktorture() {
 	ts_end=$(echo "$w" | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p')
 	window=$(awk -v a="$ts_start" -v b="$ts_end" 'BEGIN { if (a != "" && b != "" && b + 0 > a + 0) printf " window=%.2f", b - a }')
 	mark locktorture "type=$type writers=$nw secs=$secs_run$window $sum"
-	# The run's rate, for a plan's own checks (sh_step): one line per run.
-	echo "$sum$window" | sed -n 's/.*total=\([0-9]*\).*window=\([0-9.]*\).*/\1 \2/p' >>/tmp/pv-lt-rates
 }
 modprobe_lt() {
 	insmod "$(find /lib/modules -name torture.ko | head -1)" 2>/dev/null

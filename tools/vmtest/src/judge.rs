@@ -711,7 +711,7 @@ steps = []
             "nodes.g-*.locktorture.last.verdict",
             "nodes.*.warnings",
             "nodes.l1.stats.0.dirs.host.counters.kicks",
-            "nodes.l1.stats.0.dirs.host.counters.holders_preempted",
+            "nodes.l1.stats.0.dirs.host.counters.advice_shared",
             "nodes.g-1.stats.last.dirs.guest.counters.wakeups_missed",
             "nodes.g-1.stats.0.dirs.*.counters.kicks",
             "nodes.g-1.stats.0.dirs.guest.counters.switch_max_ns",
