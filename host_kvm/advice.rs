@@ -33,10 +33,16 @@
 //! ([`abi::KVM_PVLOCK_ADVICE_PINNED`]), or keeps its guests paravirtual
 //! ([`abi::KVM_PVLOCK_ADVICE_SHARED`]).
 //!
-//! The spin threshold is the VMM's (or host_kvm's `spin_threshold`),
-//! scaled down by how far the demand exceeds the CPUs: the more vCPUs
-//! compete for a CPU, the likelier a waiter spins for a holder that waits
-//! for one.
+//! The spin threshold is the VMM's (or host_kvm's `spin_threshold`), as
+//! it is, whatever the load. It used to be scaled down by how far the
+//! demand exceeded the CPUs; that was never measured to pay, and it
+//! published `base * cpus * 1000 / (vcpus * 1000 + others)` every period,
+//! from which a guest could solve for the other VMs' demand on its CPUs,
+//! at a finer grain than its own steal time gives (issue 40, finding 8).
+//! What a guest learns of other VMs through the advice is the one bit
+//! *dedicated*, which changes at most once per hold (a second by default)
+//! and says no more than the steal time its vCPUs already read: that
+//! other threads take their CPUs.
 
 use crate::abi::{self, Advice};
 
@@ -122,14 +128,9 @@ pub(crate) fn advise(
         abi::KVM_PVLOCK_ADVICE_SHARED => false,
         _ => is_calm && (was_dedicated || calm.us.saturating_mul(1000) >= policy.hold_ns),
     };
-    let spin_threshold = if base == 0 || cpus == 0 || demand <= cpus {
-        base
-    } else {
-        ((u64::from(base) * cpus / demand) as u32).max(1)
-    };
     Advice {
         dedicated,
-        spin_threshold,
+        spin_threshold: base,
     }
 }
 
@@ -248,14 +249,22 @@ mod tests {
     }
 
     #[test]
-    fn the_threshold_shrinks_with_overcommit() {
+    fn the_threshold_says_nothing_of_other_vms() {
         let mut calm = Calm::default();
         let t = |s: Sample, calm: &mut Calm| {
             advise(&s, abi::KVM_PVLOCK_ADVICE_AUTO, 30000, false, calm, &POLICY).spin_threshold
         };
-        assert_eq!(t(sample(2, 2, 0, 0), &mut calm), 30000);
-        assert_eq!(t(sample(4, 2, 0, 0), &mut calm), 15000);
-        assert_eq!(t(sample(6, 2, 0, 0), &mut calm), 10000);
+        // The same whatever this VM's or the other VMs' demand: a guest
+        // cannot solve the published threshold for the others' load.
+        for (vcpus, others, preempted) in [
+            (2, 0, 0),
+            (4, 0, 0),
+            (6, 0, 0),
+            (2, 1500, 0),
+            (2, 7777, 900),
+        ] {
+            assert_eq!(t(sample(vcpus, 2, others, preempted), &mut calm), 30000);
+        }
         let none = advise(&sample(6, 2, 0, 0), 0, 0, false, &mut calm, &POLICY);
         assert_eq!(none.spin_threshold, 0, "no base, no recommendation");
     }

@@ -1298,7 +1298,7 @@ fn advice(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
     // may use (two or more: the harness runs it on L1's guest CPUs).
     ctx.params.write("advice_hold_ms", "0")?;
     let result = (|| -> Result<()> {
-        enable(&vm, [on, 0, abi::KVM_PVLOCK_ADVICE_AUTO, 0])?;
+        enable(&vm, [on, 5000, abi::KVM_PVLOCK_ADVICE_AUTO, 0])?;
         let t0 = Instant::now();
         advice_until(&vm, "dedicated (AUTO, alone)", |a| a.dedicated)?;
         out.set("dedicated_after_ms", t0.elapsed().as_millis());
@@ -1311,7 +1311,13 @@ fn advice(ctx: &Ctx, out: &mut Outcome) -> Result<()> {
         out.set("shared_after_busy_vm_ms", t0.elapsed().as_millis());
         other.target_stop_spinning()?;
         drop(other);
-        shared?;
+        // The threshold is the VMM's whatever the load: a guest cannot
+        // solve it for the other VM's demand.
+        let shared = shared?;
+        ensure!(
+            shared.spin_threshold == 5000,
+            "advice beside a busy VM {shared:?}: not the VMM's threshold 5000"
+        );
         advice_until(&vm, "dedicated again (the busy VM gone)", |a| a.dedicated)?;
 
         // CPU hogs beside this VM's own spinning vCPU: its wait shows it.
