@@ -519,11 +519,20 @@ l2_relay() {
 		*" step-begin "*) ;;
 		*"@@PV L2."*" hcmark "*) [ "${rec:-1}" = 1 ] && { hist_stop "$1:${l##* hcmark }"; hist_start; } ;;
 		*"@@PV L2."*" barrier "*) l2_barrier "$1" "${l##* barrier }" ;;
+		*"@@PV L2."*" await state="*) l2_awaited "$1" "${l##* await state=}" ;;
 		*"csd: Detected non-responsive"*) waitrec "$1" ipi-wait ;;
 		*"rcu: INFO"*) waitrec "$1" rcu-stall ;;
 		*"soft lockup"* | *"hard LOCKUP"*) waitrec "$1" lockup ;;
 		esac
 	done
+}
+
+# l2_awaited NAME "STATE secs=S": L2 NAME's await_lock saw its lock in
+# STATE; file $PV_AWAIT_DIR/NAME.STATE tells L1's steps (a scenario that
+# must not change the host's load before the guest is where it expects).
+PV_AWAIT_DIR=${PV_AWAIT_DIR:-/tmp/pv-await}
+l2_awaited() {
+	mkdir -p "$PV_AWAIT_DIR" && : >"$PV_AWAIT_DIR/$1.${2%% *}"
 }
 
 # l2_barrier NAME LABEL: L2 NAME reached barrier LABEL. Once all
