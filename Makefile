@@ -9,6 +9,7 @@
 #   make kernel     the patched Linux 7.3, cached outside the repository
 #                   (CONFIG=distro: the variant with KVM as modules and
 #                   NR_CPUS=8192, in a tree of its own)
+#   make qemu       the project's QEMU (qemu/patches), cached likewise
 #   make print-kdir the built kernel tree
 #   make [modules]  guest_pvlock.ko and host_kvm.ko (KDIR=... to build
 #                   against another patched 7.3 tree)
@@ -51,13 +52,15 @@ TOOLS = tools
 STATIC_TARGET = x86_64-unknown-linux-gnu
 STATIC_BIN = $(TOOLS)/target/$(STATIC_TARGET)/release
 HOST_BIN = $(TOOLS)/target/release
-VMTEST = $(HOST_BIN)/vmtest --kdir $(KDIR) --repo $(CURDIR) --tools-bin $(STATIC_BIN)
+# The project's QEMU (scripts/qemu.sh, make qemu), for L1 and its guests.
+QEMU_BIN = $(shell scripts/qemu.sh --print-binary)
+VMTEST = $(HOST_BIN)/vmtest --kdir $(KDIR) --repo $(CURDIR) --tools-bin $(STATIC_BIN) --qemu $(QEMU_BIN)
 # The tests run the harness's modules: those with the test hooks.
 VMTEST_HOOKS = $(VMTEST) --modules $(CURDIR)/build/modules-test
 RS_MODULE_FILES = $(wildcard guest_pvlock/*.rs host_kvm/*.rs)
 RS_KERNEL_FILES = $(shell find rust -name '*.rs')
 
-.PHONY: all modules deps kernel print-kdir tools static-tools host-tools check \
+.PHONY: all modules deps kernel qemu print-kdir tools static-tools host-tools check \
 	check-modules check-tools test test-unit model vmtest demo bench clean \
 	kernel-clean check-kdir test-distro test-debug test-kasan modules-test \
 	check-modules-test
@@ -69,6 +72,9 @@ deps:
 
 kernel:
 	@scripts/kernel.sh
+
+qemu:
+	@scripts/qemu.sh
 
 print-kdir:
 	@echo $(KDIR)
@@ -157,10 +163,10 @@ model:
 		-p pvlock-model --target-dir $(TOOLS)/target/loom
 
 SCENARIO ?=
-vmtest: modules-test tools
+vmtest: qemu modules-test tools
 	$(VMTEST_HOOKS) run $(if $(SCENARIO),$(SCENARIO),--fast)
 
-test: deps kernel
+test: deps kernel qemu
 	$(MAKE) modules modules-test tools
 	$(MAKE) check
 	$(MAKE) test-unit
@@ -171,12 +177,12 @@ test: deps kernel
 # (kernel/VARIANT.config, built by make kernel CONFIG=VARIANT) with its
 # modules (make modules CONFIG=VARIANT), results in build/vmtest-VARIANT.
 vmtest-variant = $(HOST_BIN)/vmtest --kdir $$(PVLOCK_KCONFIG=$(1) scripts/kernel.sh --print-kdir) \
-	--repo $(CURDIR) --tools-bin $(STATIC_BIN) --modules $(CURDIR)/build/modules-$(1) \
+	--qemu $(QEMU_BIN) --repo $(CURDIR) --tools-bin $(STATIC_BIN) --modules $(CURDIR)/build/modules-$(1) \
 	--out build/vmtest-$(1)
 
 # The distro variant (KVM as modules, NR_CPUS=8192): its own cached tree,
 # modules in build/modules-distro, tests/distro/kvm-modules.toml.
-test-distro: deps
+test-distro: deps qemu
 	$(MAKE) kernel CONFIG=distro
 	$(MAKE) modules CONFIG=distro
 	$(MAKE) tools
@@ -187,7 +193,7 @@ test-distro: deps
 # scenarios that exercise the lock, its switching, CPU hotplug and the host
 # module going, each judged as usual (any WARNING or BUG fails it).
 DEBUG_SCENARIOS = pvlock-locktorture pvlock-hotplug pvlock-loadloop host-unload tests/debug/lockdep-on.toml
-test-debug: deps
+test-debug: deps qemu
 	$(MAKE) kernel CONFIG=debug
 	$(MAKE) modules CONFIG=debug
 	$(MAKE) tools
@@ -196,21 +202,21 @@ test-debug: deps
 # The KASAN variant: the debug variant plus the generic KASAN (every memory
 # access checked, Rust included), its own cached tree, modules in
 # build/modules-kasan, the debug variant's scenarios.
-test-kasan: deps
+test-kasan: deps qemu
 	$(MAKE) kernel CONFIG=kasan
 	$(MAKE) modules CONFIG=kasan
 	$(MAKE) tools
 	$(call vmtest-variant,kasan) run $(DEBUG_SCENARIOS)
 
-demo: deps kernel
+demo: deps kernel qemu
 	$(MAKE) modules tools
 	$(VMTEST) run demo --summary
 
 # BENCH="--levels 2x --mech early_halt=1 ..." passes options to pvlock-bench.
 QUICK ?=
 BENCH ?=
-bench: modules tools
-	$(HOST_BIN)/pvlock-bench --kdir $(KDIR) --repo $(CURDIR) --tools-bin $(STATIC_BIN) $(if $(QUICK),--quick) $(BENCH)
+bench: qemu modules tools
+	$(HOST_BIN)/pvlock-bench --kdir $(KDIR) --qemu $(QEMU_BIN) --repo $(CURDIR) --tools-bin $(STATIC_BIN) $(if $(QUICK),--quick) $(BENCH)
 
 clean:
 	-$(KMAKE) clean >/dev/null 2>&1

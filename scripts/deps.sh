@@ -4,7 +4,8 @@
 # and run pvlock.  Idempotent: on a machine that has everything it checks and
 # exits in seconds without touching apt.
 #
-#   - Debian packages: kernel build tools, clang/lld/llvm-19, busybox-static,
+#   - Debian packages: kernel and QEMU build tools (and the deb-src lines
+#     of the backports, for Debian's source of QEMU, scripts/qemu.sh), clang/lld/llvm-19, busybox-static,
 #     rt-tests (hackbench) and stress-ng, for the benchmark,
 #     qemu-system-x86 (bookworm-backports), linux-source-7.3 (trixie-backports,
 #     pinned to priority 100 and installed by exact version only)
@@ -21,6 +22,8 @@ SUDO=
 
 APT_PKGS=(make gcc bc flex bison libelf-dev libssl-dev cpio kmod dwarves rsync
 	python3 xz-utils time patch busybox-static rt-tests stress-ng
+	ninja-build pkg-config libglib2.0-dev libpixman-1-dev libattr1-dev
+	libcap-ng-dev python3-venv
 	"clang-$LLVMV" "lld-$LLVMV" "llvm-$LLVMV" "libclang-$LLVMV-dev")
 
 src_file() { printf '%s\n' "$@"; }
@@ -30,7 +33,7 @@ BPO_LIST=/etc/apt/sources.list.d/pvlock-backports.sources
 BPO_PIN=/etc/apt/preferences.d/pvlock-trixie-backports
 want_sources=$(cat <<'S'
 # added by pvlock scripts/deps.sh
-Types: deb
+Types: deb deb-src
 URIs: http://deb.debian.org/debian
 Suites: bookworm-backports trixie-backports
 Components: main

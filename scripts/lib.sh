@@ -11,3 +11,6 @@ PVLOCK_CACHE=${PVLOCK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pvlock}
 log() { printf '==> %s\n' "$*" >&2; }
 warn() { printf 'pvlock: warning: %s\n' "$*" >&2; }
 die() { printf 'pvlock: error: %s\n' "$*" >&2; exit 1; }
+# The project's QEMU (scripts/qemu.sh): Debian's source of the packaged one.
+QVER=${QVER:-10.0.2}
+QPKGVER=${QPKGVER:-1:10.0.2+ds-2+deb13u1~bpo12+1}

@@ -88,12 +88,12 @@ pub struct Arm {
     /// Unique at its level (`native`, `native~2`, `pvlock early_halt=1`, ...).
     pub name: String,
     pub lock: Lock,
-    /// host_kvm is loaded in L1 (with `force=1`) while this arm's guests
-    /// run, and unloaded after them.
+    /// host_kvm is loaded in L1 while this arm's guests run, and unloaded
+    /// after them; their QEMU enables pvlock for them (`kvm-pvlock=on`).
     pub host_kvm: bool,
     /// guest_pvlock's parameters.
     pub guest_params: Vec<String>,
-    /// host_kvm's parameters besides `force=1`.
+    /// host_kvm's parameters.
     pub host_params: Vec<String>,
     /// vCPUs of its guest, where they differ from the level's (the limit
     /// arm `native-2vcpu`).
@@ -470,7 +470,7 @@ pub fn scenario(
         let to = guest_timeout(level, arm, workloads, t);
         total += to + 60;
         if arm.host_kvm {
-            let mut args = vec!["host_kvm", "force=1"];
+            let mut args = vec!["host_kvm"];
             args.extend(arm.host_params.iter().map(String::as_str));
             l1.push(Step::call("load", &args, 60).with_id(&format!("hk-load-{g}")));
         }
@@ -489,6 +489,7 @@ pub fn scenario(
             cpus: arm.vcpus(level),
             memory: "768M".into(),
             cpu: "host,-svm,tsc-deadline=off,pmu=off".into(),
+            kvm_pvlock: arm.host_kvm,
             cmdline,
             qemu: String::new(),
             allow_kernel_problems: false,

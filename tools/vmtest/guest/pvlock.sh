@@ -634,7 +634,7 @@ l2() {
 				(
 					# shellcheck disable=SC2086 # $qx: the group's extra QEMU arguments
 					# shellcheck disable=SC2086 # $aff: empty, or taskset and its CPU list
-					timeout "$to" chroot /host $aff qemu-system-x86_64 -accel kvm -cpu "$model" \
+					timeout "$to" chroot /host $aff "${pv_qemu:-qemu-system-x86_64}" -accel kvm -cpu "$model" \
 						-smp "$cpus" -m "$mem" -nographic -monitor none -no-reboot $PV_L2_MACHINE $qx \
 						-serial stdio -serial "pipe:$PV_QMP_DIR/bar-$name" \
 						-qmp "unix:$PV_QMP_DIR/qmp-$name.sock,server=on,wait=off" \

@@ -56,6 +56,10 @@ struct Cli {
     /// build/modules-distro).
     #[arg(long, global = true)]
     modules: Option<PathBuf>,
+    /// The QEMU binary, for L1 and, inside it, for the L2 guests (make
+    /// qemu builds the project's and the Makefile passes it).
+    #[arg(long, global = true, default_value = "qemu-system-x86_64")]
+    qemu: String,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -91,9 +95,6 @@ enum Cmd {
         /// locktorture results, step output (e.g. pvlock-stat tables).
         #[arg(long)]
         summary: bool,
-        /// QEMU binary.
-        #[arg(long, default_value = "qemu-system-x86_64")]
-        qemu: String,
         /// Extra file for the initramfs, HOST_PATH:IMAGE_PATH.
         #[arg(long = "extra")]
         extra: Vec<String>,
@@ -115,9 +116,6 @@ enum Cmd {
         /// Echo the whole console instead of a progress line.
         #[arg(long)]
         console: bool,
-        /// QEMU binary.
-        #[arg(long, default_value = "qemu-system-x86_64")]
-        qemu: String,
         /// Extra file for the initramfs, HOST_PATH:IMAGE_PATH.
         #[arg(long = "extra")]
         extra: Vec<String>,
@@ -444,12 +442,11 @@ fn real_main() -> Result<()> {
             control,
             n,
             console,
-            qemu,
             extra,
         } => {
             let s = find(&repo, scenario)?;
             let c = find(&repo, control)?;
-            let mut cfg = config(&cli, repo, qemu, extra)?;
+            let mut cfg = config(&cli, repo, extra)?;
             cfg.retries = Some(0);
             cfg.console = *console;
             start(&cfg)?;
@@ -461,7 +458,7 @@ fn real_main() -> Result<()> {
 
 /// Where things are, from the command line, for a command that boots
 /// kernels: no retries of its own, no round limit, no echo.
-fn config(cli: &Cli, repo: PathBuf, qemu: &str, extra: &[String]) -> Result<Config> {
+fn config(cli: &Cli, repo: PathBuf, extra: &[String]) -> Result<Config> {
     let kdir = cli
         .kdir
         .clone()
@@ -475,7 +472,7 @@ fn config(cli: &Cli, repo: PathBuf, qemu: &str, extra: &[String]) -> Result<Conf
         repo,
         cache: cli.cache.clone().unwrap_or_else(Config::default_cache),
         out: cli.out.clone(),
-        qemu: qemu.to_string(),
+        qemu: cli.qemu.clone(),
         retries: None,
         retry_deadline: None,
         attempts_per_round: None,
@@ -505,7 +502,6 @@ fn cmd_run(cli: &Cli, repo: PathBuf) -> Result<()> {
         attempts_per_round,
         console,
         summary,
-        qemu,
         extra,
     } = &cli.cmd
     else {
@@ -533,7 +529,7 @@ fn cmd_run(cli: &Cli, repo: PathBuf) -> Result<()> {
             retries.unwrap_or(0)
         );
     }
-    let mut cfg = config(cli, repo, qemu, extra)?;
+    let mut cfg = config(cli, repo, extra)?;
     cfg.retries = *retries;
     cfg.retry_deadline =
         Some(std::time::Instant::now() + std::time::Duration::from_secs(retry_budget * 60));

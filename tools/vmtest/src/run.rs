@@ -288,11 +288,15 @@ fn l1_command(
     // vCPU (tsc=reliable): the clocksource watchdog reads HPET through
     // emulated MMIO and can take TCG's delays for skew, marking the TSC
     // unstable mid-run and moving L1's clock and its guests' kvmclock.
+    //
+    // L1 runs its guests with the same QEMU as L0 (pv_qemu, a path in the
+    // host's root, which L1 mounts): the project's, which knows pvlock.
     let cmdline = format!(
-        "console=ttyS0 panic=-1 oops=panic quiet csdlock_debug=1 nmi_watchdog=0 tsc=reliable pv_level=1 pv_name=l1 pv_l2_affinity=1-{} pv_kernel={} pv_initrd={} {}",
+        "console=ttyS0 panic=-1 oops=panic quiet csdlock_debug=1 nmi_watchdog=0 tsc=reliable pv_level=1 pv_name=l1 pv_l2_affinity=1-{} pv_kernel={} pv_initrd={} pv_qemu={} {}",
         s.l1.cpus,
         kernel.display(),
         initrd.display(),
+        qemu_path(&cfg.qemu).display(),
         s.l1.cmdline
     );
     // L1's CPU 0 runs no guest: L1 gets one CPU more than the scenario's,
@@ -884,6 +888,22 @@ pub fn run(cfg: &Config, s: &Scenario, earlier: Vec<Attempt>) -> Result<Report> 
         )?;
         return Ok(report);
     }
+}
+
+/// `qemu` as an absolute path: as given if it names a file, else the first
+/// match in `PATH` (L1 runs it from the host's root, without our `PATH`).
+fn qemu_path(qemu: &str) -> PathBuf {
+    let p = Path::new(qemu);
+    if qemu.contains('/') {
+        return p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    }
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join(qemu))
+                .find(|c| c.is_file())
+        })
+        .unwrap_or_else(|| p.to_path_buf())
 }
 
 #[cfg(test)]

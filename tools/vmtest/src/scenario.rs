@@ -130,6 +130,11 @@ pub struct Level2 {
     /// off by default: under nested TCG they made guests stall or crash.
     #[serde(default = "default_l2_cpu")]
     pub cpu: String,
+    /// The VMM offers pvlock as a VMM that knows it does: the CPUID bit
+    /// and `KVM_CAP_PVLOCK_KICK` (QEMU's `kvm-pvlock=on`, appended to
+    /// `cpu`), for host_kvm loaded without `force`.
+    #[serde(default)]
+    pub kvm_pvlock: bool,
     /// Extra kernel command line.
     #[serde(default)]
     pub cmdline: String,
@@ -143,6 +148,17 @@ pub struct Level2 {
     #[serde(default)]
     pub allow_kernel_problems: bool,
     pub steps: Vec<Step>,
+}
+
+impl Level2 {
+    /// The `-cpu` model the guests run with.
+    pub fn model(&self) -> String {
+        if self.kvm_pvlock {
+            format!("{},kvm-pvlock=on", self.cpu)
+        } else {
+            self.cpu.clone()
+        }
+    }
 }
 
 fn one() -> u32 {
@@ -511,7 +527,11 @@ impl Scenario {
                 .map(|g| {
                     shell_quote(&format!(
                         "{}:{}:{}:{}:{}",
-                        g.group, g.count, g.cpus, g.memory, g.cpu
+                        g.group,
+                        g.count,
+                        g.cpus,
+                        g.memory,
+                        g.model()
                     ))
                 })
                 .collect::<Vec<_>>()
