@@ -114,7 +114,7 @@ static-tools:
 	@command -v $(CARGO) >/dev/null || { echo "pvlock: error: cargo not found (run 'make deps')" >&2; exit 1; }
 	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --quiet --release \
 		--manifest-path $(TOOLS)/Cargo.toml --target $(STATIC_TARGET) \
-		-p pvlock-stat -p pvlock-kvmtest -p pvlock-qmp -p pvlock-mmbench
+		-p pvlock-stat -p pvlock-kvmtest -p pvlock-qmp -p pvlock-mmbench -p pvlock-kexec
 
 host-tools:
 	$(CARGO) build --quiet --release --manifest-path $(TOOLS)/Cargo.toml -p vmtest -p pvlock-bench

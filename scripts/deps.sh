@@ -23,7 +23,7 @@ SUDO=
 APT_PKGS=(make gcc bc flex bison libelf-dev libssl-dev cpio kmod dwarves rsync
 	python3 xz-utils time patch busybox-static rt-tests stress-ng
 	ninja-build pkg-config libglib2.0-dev libpixman-1-dev libattr1-dev
-	libcap-ng-dev python3-venv
+	libcap-ng-dev python3-venv qemu-utils
 	"clang-$LLVMV" "lld-$LLVMV" "llvm-$LLVMV" "libclang-$LLVMV-dev")
 
 src_file() { printf '%s\n' "$@"; }

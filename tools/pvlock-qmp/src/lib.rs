@@ -105,10 +105,15 @@ fn is_text(w: u64) -> bool {
     (TEXT_LO..TEXT_HI).contains(&w)
 }
 
+/// How long a snapshot (`savevm`, `loadvm`) may take: the guest's memory
+/// written to or read from a qcow2 image, under nested TCG.
+pub const SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// A QMP connection, past the greeting and the capabilities negotiation.
 pub struct Qmp {
     r: BufReader<UnixStream>,
     w: UnixStream,
+    timeout: Duration,
 }
 
 impl Qmp {
@@ -123,6 +128,7 @@ impl Qmp {
         let mut q = Qmp {
             r: BufReader::new(s),
             w,
+            timeout: TIMEOUT,
         };
         let greeting = q.reply()?;
         if greeting.get("QMP").is_none() {
@@ -130,6 +136,13 @@ impl Qmp {
         }
         q.execute("qmp_capabilities", None)?;
         Ok(q)
+    }
+
+    /// Waits up to `d` for each reply from now on.
+    pub fn set_timeout(&mut self, d: Duration) -> Result<()> {
+        self.w.set_read_timeout(Some(d))?;
+        self.timeout = d;
+        Ok(())
     }
 
     /// The next reply (asynchronous events skipped).
@@ -140,7 +153,7 @@ impl Qmp {
                 Ok(0) => bail!("QMP closed the connection"),
                 Ok(_) => {}
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    bail!("no answer from QMP within {} s", TIMEOUT.as_secs())
+                    bail!("no answer from QMP within {} s", self.timeout.as_secs())
                 }
                 Err(e) => return Err(e).context("cannot read from QMP"),
             }
@@ -190,7 +203,7 @@ impl Qmp {
 }
 
 /// What the program does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
     /// [`nmi`].
     Nmi,
@@ -198,6 +211,44 @@ pub enum Op {
     Regs,
     /// [`threads`].
     Threads,
+    /// [`snapshot`] `savevm NAME`.
+    Save(String),
+    /// [`snapshot`] `loadvm NAME`.
+    Load(String),
+    /// [`migrate`] to `URI`.
+    Migrate(String),
+}
+
+impl Op {
+    /// The operation the words after the socket name.
+    pub fn parse(words: &[String]) -> Result<Op> {
+        match words {
+            [op] => op.parse(),
+            [op, uri] if op == "migrate" => {
+                if !uri.starts_with("unix:") || uri.len() == 5 || uri.contains(char::is_whitespace)
+                {
+                    bail!("migrate '{uri}': a unix:PATH URI expected");
+                }
+                Ok(Op::Migrate(uri.clone()))
+            }
+            [op, name] if op == "savevm" || op == "loadvm" => {
+                if name.is_empty()
+                    || !name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                {
+                    bail!("snapshot name '{name}': letters, digits, '-' and '_' only");
+                }
+                Ok(if op == "savevm" {
+                    Op::Save(name.clone())
+                } else {
+                    Op::Load(name.clone())
+                })
+            }
+            [op, ..] => bail!("'{op}' with {} arguments", words.len() - 1),
+            [] => bail!("no operation"),
+        }
+    }
 }
 
 impl FromStr for Op {
@@ -208,6 +259,8 @@ impl FromStr for Op {
             "nmi" => Op::Nmi,
             "regs" => Op::Regs,
             "threads" => Op::Threads,
+            "savevm" | "loadvm" => bail!("'{s}' needs a snapshot name"),
+            "migrate" => bail!("'migrate' needs a unix:PATH URI"),
             _ => bail!("unknown operation '{s}'"),
         })
     }
@@ -219,7 +272,75 @@ pub fn run(sock: &Path, op: Op) -> Result<Vec<String>> {
         Op::Nmi => nmi(sock).map(|()| Vec::new()),
         Op::Regs => regs(sock),
         Op::Threads => threads(sock),
+        Op::Save(name) => snapshot(sock, "savevm", &name),
+        Op::Load(name) => snapshot(sock, "loadvm", &name),
+        Op::Migrate(uri) => migrate(sock, &uri),
     }
+}
+
+/// How long a migration may take (`migrate`): the guest's memory, sent
+/// between two QEMUs of one L1 under nested TCG.
+pub const MIGRATE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Migrates the QEMU at `sock` to the QEMU listening at `uri` (started
+/// with `-incoming URI`), waits until QEMU says the migration completed
+/// (`query-migrate`, every 0.2 s, at most [`MIGRATE_TIMEOUT`]) and ends
+/// the source (`quit`). The line it prints: how long the migration took
+/// and the guest's downtime, as QEMU measured them.
+pub fn migrate(sock: &Path, uri: &str) -> Result<Vec<String>> {
+    let mut q = Qmp::connect(sock)?;
+    let t0 = std::time::Instant::now();
+    q.execute("migrate", Some(json!({ "uri": uri })))?;
+    loop {
+        let st = q.execute("query-migrate", None)?;
+        match st.get("status").and_then(Value::as_str) {
+            Some("completed") => {
+                let ms = |k: &str| st.get(k).and_then(Value::as_u64).unwrap_or(0);
+                let line = format!(
+                    "migrate {uri} secs={:.2} total_ms={} downtime_ms={}",
+                    t0.elapsed().as_secs_f64(),
+                    ms("total-time"),
+                    ms("downtime")
+                );
+                // The source's work is done; QEMU may close the socket
+                // before it answers.
+                let _ = q.execute("quit", None);
+                return Ok(vec![line]);
+            }
+            Some(s @ ("failed" | "cancelled")) => {
+                let why = st
+                    .get("error-desc")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no reason given");
+                bail!("migrate {uri}: {s}: {why}");
+            }
+            _ if t0.elapsed() > MIGRATE_TIMEOUT => {
+                bail!(
+                    "migrate {uri}: not completed within {} s: {st}",
+                    MIGRATE_TIMEOUT.as_secs()
+                )
+            }
+            _ => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+}
+
+/// Takes (`savevm`) or restores (`loadvm`) the snapshot `name` of the QEMU
+/// at `sock`, with HMP, which reports failure as text: any output is an
+/// error. The line it prints: how long that took.
+pub fn snapshot(sock: &Path, op: &str, name: &str) -> Result<Vec<String>> {
+    let mut q = Qmp::connect(sock)?;
+    q.set_timeout(SNAPSHOT_TIMEOUT)?;
+    let t0 = std::time::Instant::now();
+    let out = q.hmp(&format!("{op} {name}"), None)?;
+    let out = out.trim();
+    if !out.is_empty() {
+        bail!("{op} {name}: {out}");
+    }
+    Ok(vec![format!(
+        "{op} {name} secs={:.2}",
+        t0.elapsed().as_secs_f64()
+    )])
 }
 
 /// Injects an NMI into every vCPU of the QEMU at `sock` (`inject-nmi`).
@@ -523,5 +644,23 @@ mod tests {
         assert_eq!("regs".parse::<Op>().unwrap(), Op::Regs);
         assert_eq!("threads".parse::<Op>().unwrap(), Op::Threads);
         assert!("NMI".parse::<Op>().is_err());
+        let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            Op::parse(&w(&["savevm", "s1"])).unwrap(),
+            Op::Save("s1".into())
+        );
+        assert_eq!(
+            Op::parse(&w(&["loadvm", "s-2"])).unwrap(),
+            Op::Load("s-2".into())
+        );
+        assert!(Op::parse(&w(&["savevm"])).is_err());
+        assert!(Op::parse(&w(&["savevm", "a b"])).is_err());
+        assert!(Op::parse(&w(&["nmi", "x"])).is_err());
+        assert_eq!(
+            Op::parse(&w(&["migrate", "unix:/run/m.sock"])).unwrap(),
+            Op::Migrate("unix:/run/m.sock".into())
+        );
+        assert!(Op::parse(&w(&["migrate", "tcp:1.2.3.4:5"])).is_err());
+        assert!(Op::parse(&w(&["migrate", "unix:"])).is_err());
     }
 }

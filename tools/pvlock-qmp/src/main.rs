@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: pvlock-qmp SOCKET nmi|regs|threads";
+const USAGE: &str = "usage: pvlock-qmp SOCKET nmi|regs|threads|savevm NAME|loadvm NAME|migrate URI";
 
 const HELP: &str = "\
 Asks the QEMU whose QMP socket is SOCKET about its vCPUs.
@@ -18,7 +18,14 @@ Asks the QEMU whose QMP socket is SOCKET about its vCPUs.
   regs     register samples of every vCPU, two, half a second apart:
            sample=S cpu=N rip=HEX rfl=HEX hlt=0|1 cpl=N stack=HEX,...
            [deep=HEX,...] [ptrs=REG:ADDR:WORD,...] [iframes=RET:IP:FLAGS,...]
-  threads  each vCPU's host thread: cpu=N thread=TID";
+  threads  each vCPU's host thread: cpu=N thread=TID
+  savevm NAME, loadvm NAME
+           take or restore snapshot NAME (HMP's savevm and loadvm; the
+           guest needs a qcow2 drive): {savevm|loadvm} NAME secs=S
+  migrate unix:PATH
+           migrate to the QEMU started with -incoming unix:PATH, wait
+           until it completes, quit this one: migrate URI secs=S
+           total_ms=MS downtime_ms=MS";
 
 fn main() -> ExitCode {
     let args: Vec<_> = std::env::args_os().skip(1).collect();
@@ -26,11 +33,15 @@ fn main() -> ExitCode {
         println!("{USAGE}\n\n{HELP}");
         return ExitCode::SUCCESS;
     }
-    let [sock, op] = args.as_slice() else {
-        eprintln!("pvlock-qmp: {} arguments, 2 expected ({USAGE})", args.len());
+    let Some((sock, words)) = args.split_first() else {
+        eprintln!("pvlock-qmp: no arguments ({USAGE})");
         return ExitCode::FAILURE;
     };
-    let op = match op.to_string_lossy().parse() {
+    let words: Vec<String> = words
+        .iter()
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
+    let op = match pvlock_qmp::Op::parse(&words) {
         Ok(op) => op,
         Err(e) => {
             eprintln!("pvlock-qmp: {e} ({USAGE})");

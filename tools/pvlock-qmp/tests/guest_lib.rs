@@ -271,6 +271,10 @@ fn a_bad_command_line_says_the_usage() {
         &["sock"],
         &["sock", "nmi", "x"],
         &["sock", "reboot"],
+        &["sock", "savevm"],
+        &["sock", "loadvm", "a b"],
+        &["sock", "savevm", "s1", "x"],
+        &["sock", "migrate", "tcp:localhost:4444"],
     ] {
         let o = run(args);
         let err = String::from_utf8_lossy(&o.stderr);
@@ -279,7 +283,9 @@ fn a_bad_command_line_says_the_usage() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(
             err.starts_with("pvlock-qmp: ")
-                && err.contains("(usage: pvlock-qmp SOCKET nmi|regs|threads)"),
+                && err.contains(
+                    "(usage: pvlock-qmp SOCKET nmi|regs|threads|savevm NAME|loadvm NAME|migrate URI)"
+                ),
             "{args:?}: {err}"
         );
     }

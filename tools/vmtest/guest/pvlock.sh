@@ -580,6 +580,109 @@ l2_watch() {
 	done
 }
 
+# kexec_to GROUP (L2): boots this guest by kexec into the kernel and
+# initramfs it booted with (pv_kernel, pv_initrd: paths in the host's root,
+# which the group's QEMU must export, -virtfs ...,mount_tag=hostroot), with
+# GROUP's plan instead of its own: the same name, so its steps and results
+# go on under the same node. Returns only if the kexec failed.
+kexec_to() {
+	hostroot || { mark error "kexec: cannot mount the host root over 9p"; return 1; }
+	k_cmd=$(sed "s/pv_group=[^ ]*/pv_group=$1/" /proc/cmdline)
+	mark kexec "group=$1 uptime=$(uptime_s)"
+	if ! k_out=$(pvlock-kexec "$PV_HOST$pv_kernel" "$PV_HOST$pv_initrd" "$k_cmd" 2>&1); then
+		mark error "kexec: $k_out"
+	fi
+	return 1
+}
+
+# l2_qemu NAME GROUP CPUS MEM MODEL TIMEOUT QMP [ARGS...]: L2 NAME's QEMU
+# (the host's, in its root: pv_qemu, the one that runs L1), on the guest
+# CPUs, for at most TIMEOUT seconds, with QMP at $PV_QMP_DIR/QMP and
+# ARGS (-incoming URI: the destination of a migration); its console on
+# stdout.
+l2_qemu() {
+	q_name=$1; q_g=$2; q_cpus=$3; q_mem=$4; q_model=$5; q_to=$6; q_qmp=$7
+	shift 7
+	eval "q_cmd=\${pv_l2cmd_$q_g}"
+	eval "q_qx=\${pv_l2qemu_$q_g}"
+	# shellcheck disable=SC2046 # guest_cpus: empty, or taskset and its CPU list
+	# shellcheck disable=SC2086 # $q_qx: the group's extra QEMU arguments
+	timeout "$q_to" chroot /host $(guest_cpus) "${pv_qemu:-qemu-system-x86_64}" -accel kvm -cpu "$q_model" \
+		-smp "$q_cpus" -m "$q_mem" -nographic -monitor none -no-reboot $PV_L2_MACHINE $q_qx \
+		-serial stdio -serial "pipe:$PV_QMP_DIR/bar-$q_name" \
+		-qmp "unix:$PV_QMP_DIR/$q_qmp,server=on,wait=off" \
+		-kernel "$pv_kernel" -initrd "$pv_initrd" \
+		-append "console=ttyS0 panic=-1 oops=panic quiet no-kvmapf csdlock_debug=1 pv_level=2 pv_group=$q_g pv_name=$q_name pv_kernel=$pv_kernel pv_initrd=$pv_initrd $q_cmd" \
+		"$@" </dev/null 2>&1
+}
+
+# vmstate_image FILE (L1): a qcow2 image FILE, a path in the host's root
+# under /run (L1's own tmpfs), for an L2's snapshots: the group's QEMU
+# gets it as a drive (-drive if=none,id=vmstate,file=FILE,format=qcow2).
+vmstate_image() {
+	hostroot || { mark error "cannot mount the host root over 9p"; return 1; }
+	chroot /host qemu-img create -q -f qcow2 "$1" 4G
+}
+
+# snapshots NAME ROUNDS [PAUSE] (L1): ROUNDS times, PAUSE seconds apart
+# (8 by default), takes a snapshot of running L2 NAME (savevm) and
+# restores it PAUSE seconds later (loadvm), each as an "out" line with its
+# time (pvlock-qmp); its QEMU needs a qcow2 drive (vmstate_image).
+snapshots() {
+	s_sock=$(qmp_sock "$1")
+	s_i=1
+	while [ "$s_i" -le "$2" ]; do
+		for s_op in savevm loadvm; do
+			sleep "${3:-8}"
+			if ! s_out=$("$PV_QMP" "$s_sock" "$s_op" "s$s_i" 2>&1); then
+				mark error "snapshots: $1: $s_out"
+				return 1
+			fi
+			mark out "$1: $s_out"
+		done
+		s_i=$((s_i + 1))
+	done
+}
+
+# migrate NAME ROUNDS [PAUSE] (L1, in the background beside the l2 step
+# that booted NAME): live-migrates running L2 NAME ROUNDS times, every
+# PAUSE seconds (8 by default), each time to a new QEMU in this L1 started
+# with the same arguments and -incoming on a unix socket; the source
+# QEMU quits once QEMU says the migration completed (pvlock-qmp migrate),
+# and the new one takes over the QMP socket's name and the console's
+# relay. Returns when the last QEMU exits.
+migrate() {
+	m_name=$1; m_rounds=$2; m_pause=${3:-8}
+	[ -e "/tmp/pv-l2-$m_name" ] || sleep 5
+	{ read -r m_g; read -r m_cpus; read -r m_mem; read -r m_model; read -r m_to; } <"/tmp/pv-l2-$m_name" ||
+		{ mark error "migrate: $m_name: no such guest"; return 1; }
+	m_sock=$(qmp_sock "$m_name")
+	m_i=1
+	while [ "$m_i" -le "$m_rounds" ]; do
+		sleep "$m_pause"
+		m_new=qmp-$m_name.new.sock
+		m_uri=unix:$PV_QMP_DIR/mig-$m_name.sock
+		rm -f "$PV_HOST$PV_QMP_DIR/$m_new" "$PV_HOST$PV_QMP_DIR/mig-$m_name.sock"
+		(
+			l2_qemu "$m_name" "$m_g" "$m_cpus" "$m_mem" "$m_model" "$m_to" "$m_new" -incoming "$m_uri"
+			echo "@@PV $LV l2-exit $m_name rc=$?"
+		) | l2_relay "$m_name" "/tmp/pv-seen-$m_name" &
+		m_n=0
+		while [ ! -S "$PV_HOST$PV_QMP_DIR/mig-$m_name.sock" ]; do
+			[ $m_n -lt 600 ] || { mark error "migrate: $m_name round=$m_i: the destination did not start"; return 1; }
+			sleep 0.1; m_n=$((m_n + 1))
+		done
+		if ! m_out=$("$PV_QMP" "$m_sock" migrate "$m_uri" 2>&1); then
+			mark error "migrate: $m_name round=$m_i: $m_out"
+			return 1
+		fi
+		mv "$PV_HOST$PV_QMP_DIR/$m_new" "$m_sock"
+		mark out "migrated $m_name round=$m_i ${m_out#migrate }"
+		m_i=$((m_i + 1))
+	done
+	wait
+}
+
 # l2 TIMEOUT SPEC...: boot L2 guests, all specs at once, and wait for them.
 # SPEC is GROUP:COUNT:CPUS:MEM:CPUMODEL; $pv_l2cmd_GROUP holds the group's
 # extra kernel command line. Each guest runs /plan/L2-GROUP.sh and its
@@ -613,9 +716,6 @@ l2() {
 		n=${r%%:*}; r=${r#*:}
 		cpus=${r%%:*}; r=${r#*:}
 		mem=${r%%:*}; model=${r#*:}
-		eval "cmd=\${pv_l2cmd_$g}"
-		aff=$(guest_cpus)
-		eval "qx=\${pv_l2qemu_$g}"
 		i=1
 		while [ $i -le "$n" ]; do
 			name=$g-$i
@@ -631,16 +731,11 @@ l2() {
 					l2_runq "$name" &
 					rq=$!
 				fi
+				# What a migration (migrate) starts the guest's next
+				# QEMU with.
+				printf '%s\n' "$g" "$cpus" "$mem" "$model" "$to" >"/tmp/pv-l2-$name"
 				(
-					# shellcheck disable=SC2086 # $qx: the group's extra QEMU arguments
-					# shellcheck disable=SC2086 # $aff: empty, or taskset and its CPU list
-					timeout "$to" chroot /host $aff "${pv_qemu:-qemu-system-x86_64}" -accel kvm -cpu "$model" \
-						-smp "$cpus" -m "$mem" -nographic -monitor none -no-reboot $PV_L2_MACHINE $qx \
-						-serial stdio -serial "pipe:$PV_QMP_DIR/bar-$name" \
-						-qmp "unix:$PV_QMP_DIR/qmp-$name.sock,server=on,wait=off" \
-						-kernel "$pv_kernel" -initrd "$pv_initrd" \
-						-append "console=ttyS0 panic=-1 oops=panic quiet no-kvmapf csdlock_debug=1 pv_level=2 pv_group=$g pv_name=$name $cmd" \
-						</dev/null 2>&1
+					l2_qemu "$name" "$g" "$cpus" "$mem" "$model" "$to" "qmp-$name.sock"
 					echo "@@PV $LV l2-exit $name rc=$?"
 				) | l2_relay "$name" "$seen"
 				: >"$seen.done"

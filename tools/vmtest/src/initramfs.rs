@@ -115,12 +115,14 @@ fn file_name(p: &Path) -> String {
 /// The static tools (`make static-tools`, in the directory `--tools-bin`
 /// names), which the image carries under /usr/bin/ with the programs:
 /// pvlock-qmp is L1's QMP client, which the guest library runs to ask a
-/// silent L2 why (`l2_regs`, `l2_nmi`, `l2_threads`).
-pub const STATIC_TOOLS: [&str; 4] = [
+/// silent L2 why (`l2_regs`, `l2_nmi`, `l2_threads`); pvlock-kexec boots
+/// a guest into another kernel (`kexec_to`).
+pub const STATIC_TOOLS: [&str; 5] = [
     "pvlock-stat",
     "pvlock-kvmtest",
     "pvlock-qmp",
     "pvlock-mmbench",
+    "pvlock-kexec",
 ];
 
 /// Builds the base image, or finds it in `cache`; returns its path.

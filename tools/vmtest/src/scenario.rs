@@ -351,6 +351,10 @@ const STEP_FUNCTIONS: &[&str] = &[
     "await_lock",
     "burn",
     "mmbench",
+    "migrate",
+    "kexec_to",
+    "vmstate_image",
+    "snapshots",
 ];
 
 impl Scenario {
