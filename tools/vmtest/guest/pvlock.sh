@@ -649,26 +649,30 @@ snapshots() {
 # PAUSE seconds (8 by default), each time to a new QEMU in this L1 started
 # with the same arguments and -incoming on a unix socket; the source
 # QEMU quits once QEMU says the migration completed (pvlock-qmp migrate),
-# and the new one takes over the QMP socket's name and the console's
+# and the new one takes over the guest's QMP socket name (a symbolic link
+# to its own, once the source has removed its socket) and the console's
 # relay. Returns when the last QEMU exits.
 migrate() {
 	m_name=$1; m_rounds=$2; m_pause=${3:-8}
 	[ -e "/tmp/pv-l2-$m_name" ] || sleep 5
 	{ read -r m_g; read -r m_cpus; read -r m_mem; read -r m_model; read -r m_to; } <"/tmp/pv-l2-$m_name" ||
 		{ mark error "migrate: $m_name: no such guest"; return 1; }
+	m_dir=$PV_HOST$PV_QMP_DIR
 	m_sock=$(qmp_sock "$m_name")
+	# The socket of the QEMU that runs the guest now.
+	m_cur=$m_sock
 	m_i=1
 	while [ "$m_i" -le "$m_rounds" ]; do
 		sleep "$m_pause"
-		m_new=qmp-$m_name.new.sock
+		m_new=qmp-$m_name.r$m_i.sock
 		m_uri=unix:$PV_QMP_DIR/mig-$m_name.sock
-		rm -f "$PV_HOST$PV_QMP_DIR/$m_new" "$PV_HOST$PV_QMP_DIR/mig-$m_name.sock"
+		rm -f "$m_dir/$m_new" "$m_dir/mig-$m_name.sock"
 		(
 			l2_qemu "$m_name" "$m_g" "$m_cpus" "$m_mem" "$m_model" "$m_to" "$m_new" -incoming "$m_uri"
 			echo "@@PV $LV l2-exit $m_name rc=$?"
 		) | l2_relay "$m_name" "/tmp/pv-seen-$m_name" &
 		m_n=0
-		while [ ! -S "$PV_HOST$PV_QMP_DIR/mig-$m_name.sock" ]; do
+		while [ ! -S "$m_dir/mig-$m_name.sock" ]; do
 			[ $m_n -lt 600 ] || { mark error "migrate: $m_name round=$m_i: the destination did not start"; return 1; }
 			sleep 0.1; m_n=$((m_n + 1))
 		done
@@ -676,7 +680,11 @@ migrate() {
 			mark error "migrate: $m_name round=$m_i: $m_out"
 			return 1
 		fi
-		mv "$PV_HOST$PV_QMP_DIR/$m_new" "$m_sock"
+		# The source removes its socket when it exits.
+		m_n=0
+		while [ -S "$m_cur" ] && [ $m_n -lt 300 ]; do sleep 0.1; m_n=$((m_n + 1)); done
+		ln -sfn "$m_new" "$m_sock"
+		m_cur=$m_dir/$m_new
 		mark out "migrated $m_name round=$m_i ${m_out#migrate }"
 		m_i=$((m_i + 1))
 	done
