@@ -580,18 +580,22 @@ l2_watch() {
 	done
 }
 
-# kexec_to GROUP (L2): boots this guest by kexec into the kernel and
-# initramfs it booted with (pv_kernel, pv_initrd: paths in the host's root,
-# which the group's QEMU must export, -virtfs ...,mount_tag=hostroot), with
-# GROUP's plan instead of its own: the same name, so its steps and results
-# go on under the same node. Returns only if the kexec failed.
+# kexec_to GROUP (L2, a plan's last step): boots this guest by kexec into
+# the kernel and initramfs it booted with (pv_kernel, pv_initrd: paths in
+# the host's root, which the group's QEMU must export, -virtfs
+# ...,mount_tag=hostroot) with GROUP's plan, as guest GROUP-N (N this
+# guest's number): this kernel's plan is done, and the next kernel's steps
+# and results are GROUP-N's. Returns only if the kexec failed.
 kexec_to() {
 	hostroot || { mark error "kexec: cannot mount the host root over 9p"; return 1; }
-	k_cmd=$(sed "s/pv_group=[^ ]*/pv_group=$1/" /proc/cmdline)
-	mark kexec "group=$1 uptime=$(uptime_s)"
-	if ! k_out=$(pvlock-kexec "$PV_HOST$pv_kernel" "$PV_HOST$pv_initrd" "$k_cmd" 2>&1); then
-		mark error "kexec: $k_out"
-	fi
+	k_name=$1-${pv_name##*-}
+	k_cmd=$(sed "s/pv_group=[^ ]*/pv_group=$1/; s/pv_name=[^ ]*/pv_name=$k_name/" /proc/cmdline)
+	mark kexec "to=$k_name uptime=$(uptime_s)"
+	mark step-end "$id rc=0 secs=$(elapsed "$t0")"
+	mark done "rc=0 uptime=$(uptime_s)"
+	sync
+	k_out=$(pvlock-kexec "$PV_HOST$pv_kernel" "$PV_HOST$pv_initrd" "$k_cmd" 2>&1)
+	mark error "kexec: $k_out"
 	return 1
 }
 

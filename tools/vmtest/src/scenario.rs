@@ -428,8 +428,22 @@ impl Scenario {
                 used.insert(g.clone());
             }
         }
+        // A guest may also boot into another group's plan by kexec.
+        for s in self.l2.iter().flat_map(|g| &g.steps) {
+            if s.run.as_deref() == Some("kexec_to") {
+                match s.args.as_slice() {
+                    [g] if groups.contains(g) => {
+                        used.insert(g.clone());
+                    }
+                    _ => bail!(
+                        "a kexec_to step takes args = [GROUP], an l2 group of the scenario, not {:?}",
+                        s.args
+                    ),
+                }
+            }
+        }
         if let Some(g) = groups.difference(&used).next() {
-            bail!("l2 group '{g}' is never booted by an l1 step");
+            bail!("l2 group '{g}' is never booted by an l1 step (or a kexec_to step)");
         }
         for e in &self.expect {
             if let Some(r) = &e.matches {
