@@ -5,8 +5,8 @@
 # exits in seconds without touching apt.
 #
 #   - Debian packages: kernel and QEMU build tools (and the deb-src lines
-#     of the backports, for Debian's source of QEMU, scripts/qemu.sh), clang/lld/llvm-19, busybox-static,
-#     rt-tests (hackbench) and stress-ng, for the benchmark,
+#     of the backports, for Debian's source of QEMU, scripts/qemu.sh),
+#     clang/lld/llvm-19, busybox-static, rt-tests (hackbench) and stress-ng, for the benchmark,
 #     qemu-system-x86 (bookworm-backports), linux-source-7.3 (trixie-backports,
 #     pinned to priority 100 and installed by exact version only)
 #   - rustup component rust-src, bindgen-cli (cargo install, pinned version)

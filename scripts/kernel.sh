@@ -67,7 +67,6 @@ for t in "clang-$LLVMV" "ld.lld-$LLVMV" rustc bindgen patch make bc flex bison; 
 	command -v "$t" >/dev/null || die "kernel: '$t' not found; run 'make deps' first"
 done
 [ -e "$KSRC_TAR" ] || die "kernel: $KSRC_TAR not found; run 'make deps' first"
-[ -f "$PATCHES/series" ] || die "kernel: $PATCHES/series missing"
 
 # ---------------------------------------------------------------- the key
 tool_versions() {
@@ -75,14 +74,7 @@ tool_versions() {
 	rustc --version
 	bindgen --version
 }
-series=()
-while read -r p; do
-	p=${p%%#*}; p=${p//[[:space:]]/}
-	[ -n "$p" ] && series+=("$p")
-done <"$PATCHES/series"
-for p in "${series[@]}"; do
-	[ -f "$PATCHES/$p" ] || die "kernel: patch '$p' listed in kernel/patches/series does not exist"
-done
+read_series "$PATCHES" kernel
 if [ -n "${PVLOCK_PATCHES_UPTO:-}" ]; then
 	[[ $PVLOCK_PATCHES_UPTO =~ ^[0-9]+$ ]] && [ "$PVLOCK_PATCHES_UPTO" -le ${#series[@]} ] ||
 		die "kernel: PVLOCK_PATCHES_UPTO=$PVLOCK_PATCHES_UPTO is not a number from 0 to ${#series[@]}"
@@ -117,15 +109,9 @@ if [ ! -d "$TREE" ]; then
 fi
 
 # ---------------------------------------------------------------- patches
-# $STATE/applied holds a copy of every patch that is applied, in order. Keep
-# the longest prefix that is identical to the new series, revert the rest.
-mapfile -t applied <"$STATE/applied/series"
-keep=0
-while [ $keep -lt ${#applied[@]} ] && [ $keep -lt ${#series[@]} ] &&
-	[ "${applied[$keep]}" = "${series[$keep]}" ] &&
-	cmp -s "$STATE/applied/${applied[$keep]}" "$PATCHES/${series[$keep]}"; do
-	keep=$((keep + 1))
-done
+# Keep the longest prefix of what is applied that is identical to the new
+# series, revert the rest.
+series_kept "$STATE" "$PATCHES"
 # Reverting and re-applying rewrites every file those patches touch; a file
 # that comes back with the same content keeps its old time stamp, so that
 # make rebuilds only what changed (a header included everywhere would
@@ -148,27 +134,8 @@ mtimes=$STATE/mtimes
 				"$(stat -c %Y "$TREE/$f")" "$f"
 		fi
 	done >"$mtimes"
-for ((i = ${#applied[@]} - 1; i >= keep; i--)); do
-	p=${applied[$i]}
-	log "kernel: reverting $p"
-	if ! patch -d "$TREE" -p1 -R -s --dry-run <"$STATE/applied/$p" >/dev/null 2>&1; then
-		die "kernel: cannot revert $p in $TREE; remove the tree ('make kernel-clean') and rebuild"
-	fi
-	patch -d "$TREE" -p1 -R -s <"$STATE/applied/$p" >/dev/null
-	rm -f "$STATE/applied/$p"
-	sed -i '$d' "$STATE/applied/series"
-done
-for ((i = keep; i < ${#series[@]}; i++)); do
-	p=${series[$i]}
-	log "kernel: applying $p"
-	if ! out=$(patch -d "$TREE" -p1 -N -s --dry-run <"$PATCHES/$p" 2>&1); then
-		printf '%s\n' "$out" | head -5 >&2
-		die "kernel: patch $p does not apply to Linux $KPKGVER"
-	fi
-	patch -d "$TREE" -p1 -N -s <"$PATCHES/$p" >/dev/null
-	cp "$PATCHES/$p" "$STATE/applied/$p"
-	echo "$p" >>"$STATE/applied/series"
-done
+series_revert "$TREE" "$STATE" kernel "remove the tree ('make kernel-clean') and rebuild"
+series_apply "$TREE" "$STATE" "$PATCHES" kernel "Linux $KPKGVER"
 
 while read -r sum mtime f; do
 	if [ -f "$TREE/$f" ] && [ "$(sha256sum <"$TREE/$f" | cut -c1-64)" = "$sum" ]; then

@@ -12,8 +12,8 @@
 #   - nothing changed          -> a second (the key matches)
 #   - a patch changed          -> the patches are reverted and re-applied,
 #                                 then an incremental build (ninja)
-#   - empty cache              -> unpack, configure and build (about 25 min
-#                                 on two cores)
+#   - empty cache              -> fetch, unpack, configure and build (about
+#                                 5 min on two cores)
 #
 # Usage: scripts/qemu.sh [--print-binary]
 set -euo pipefail
@@ -49,15 +49,7 @@ fi
 for t in ninja pkg-config cc python3 patch; do
 	command -v "$t" >/dev/null || die "qemu: '$t' not found; run 'make deps' first"
 done
-[ -f "$PATCHES/series" ] || die "qemu: $PATCHES/series missing"
-series=()
-while read -r p; do
-	p=${p%%#*}; p=${p//[[:space:]]/}
-	[ -n "$p" ] && series+=("$p")
-done <"$PATCHES/series"
-for p in "${series[@]}"; do
-	[ -f "$PATCHES/$p" ] || die "qemu: patch '$p' listed in qemu/patches/series does not exist"
-done
+read_series "$PATCHES" qemu
 
 # ---------------------------------------------------------------- the source
 # Debian's source package, fetched with apt-get source (scripts/deps.sh
@@ -115,32 +107,9 @@ if [ ! -d "$TREE" ]; then
 fi
 
 # ---------------------------------------------------------------- patches
-mapfile -t applied <"$STATE/applied/series"
-keep=0
-while [ $keep -lt ${#applied[@]} ] && [ $keep -lt ${#series[@]} ] &&
-	[ "${applied[$keep]}" = "${series[$keep]}" ] &&
-	cmp -s "$STATE/applied/${applied[$keep]}" "$PATCHES/${series[$keep]}"; do
-	keep=$((keep + 1))
-done
-for ((i = ${#applied[@]} - 1; i >= keep; i--)); do
-	p=${applied[$i]}
-	log "qemu: reverting $p"
-	patch -d "$TREE" -p1 -R -s <"$STATE/applied/$p" >/dev/null ||
-		die "qemu: cannot revert $p in $TREE; remove the tree and rebuild"
-	rm -f "$STATE/applied/$p"
-	sed -i '$d' "$STATE/applied/series"
-done
-for ((i = keep; i < ${#series[@]}; i++)); do
-	p=${series[$i]}
-	log "qemu: applying $p"
-	if ! out=$(patch -d "$TREE" -p1 -N -s --dry-run <"$PATCHES/$p" 2>&1); then
-		printf '%s\n' "$out" | head -5 >&2
-		die "qemu: patch $p does not apply to QEMU $QVER"
-	fi
-	patch -d "$TREE" -p1 -N -s <"$PATCHES/$p" >/dev/null
-	cp "$PATCHES/$p" "$STATE/applied/$p"
-	echo "$p" >>"$STATE/applied/series"
-done
+series_kept "$STATE" "$PATCHES"
+series_revert "$TREE" "$STATE" qemu "remove the tree ($TREE) and rebuild"
+series_apply "$TREE" "$STATE" "$PATCHES" qemu "QEMU $QVER"
 
 # ---------------------------------------------------------------- build
 start=$(date +%s)

@@ -140,7 +140,7 @@ impl Qmp {
 
     /// Waits up to `d` for each reply from now on.
     pub fn set_timeout(&mut self, d: Duration) -> Result<()> {
-        self.w.set_read_timeout(Some(d))?;
+        self.r.get_ref().set_read_timeout(Some(d))?;
         self.timeout = d;
         Ok(())
     }

@@ -897,13 +897,7 @@ fn qemu_path(qemu: &str) -> PathBuf {
     if qemu.contains('/') {
         return p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
     }
-    std::env::var_os("PATH")
-        .and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|d| d.join(qemu))
-                .find(|c| c.is_file())
-        })
-        .unwrap_or_else(|| p.to_path_buf())
+    crate::programs::which(qemu).unwrap_or_else(|| p.to_path_buf())
 }
 
 #[cfg(test)]
