@@ -103,17 +103,29 @@ info() {
 }
 
 # locktorture TYPE WRITERS SECONDS [EXTRA...]: one locktorture run, its
-# summary lines and verdict.
+# summary lines and verdict. SECONDS "release" (L2): until L1's release
+# step says so, at most 600 s: a run that must outlast what L1 does to
+# the guest (snapshots), whatever that does to the guest's clock.
 locktorture() {
 	type=$1; nw=$2; secs=$3; shift 3
 	[ "$nw" = 0 ] && nw=$((2 * $(nproc)))
+	if [ "$secs" = release ]; then
+		# Open before the writers start, so L1's line cannot come first.
+		exec 4<>"$PV_BAR_PORT" || { mark locktorture "error=[no port $PV_BAR_PORT]"; return 1; }
+		stty raw -echo <&4 2>/dev/null
+	fi
 	dmesg -c >/dev/null
 	t0=$(uptime_s)
 	if ! out=$(modprobe_lt torture_type="$type" nwriters_stress="$nw" stat_interval=0 stutter=0 "$@" 2>&1); then
 		mark locktorture "error=[$out]"
 		return 1
 	fi
-	sleep "$secs"
+	if [ "$secs" = release ]; then
+		read -r -t 600 _ <&4 || mark locktorture "error=[no release from L1 in 600 s]"
+		exec 4<&-
+	else
+		sleep "$secs"
+	fi
 	rmmod locktorture
 	secs_run=$(elapsed "$t0")
 	rmmod torture 2>/dev/null
@@ -646,6 +658,13 @@ snapshots() {
 		done
 		s_i=$((s_i + 1))
 	done
+}
+
+# release NAME (L1): ends L2 NAME's "locktorture ... release" run, with a
+# line to its second serial port (as l2_barrier).
+release() {
+	echo go 1<>"$PV_HOST$PV_QMP_DIR/bar-$1" || { mark error "release: $1: no port"; return 1; }
+	mark out "released $1"
 }
 
 # migrate NAME ROUNDS [PAUSE] (L1, in the background beside the l2 step

@@ -181,10 +181,8 @@ fn default_l2_cpu() -> String {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Step {
-    /// A function of the guest library (`tools/vmtest/guest/pvlock.sh`):
-    /// load, unload, params, stat, info, locktorture, loadloop, warnings,
-    /// sh_step, kvmtest, hcmark, hackbench, sleep, wait. Exclusive with
-    /// `l2`.
+    /// A function of the guest library (`tools/vmtest/guest/pvlock.sh`),
+    /// one of `STEP_FUNCTIONS`. Exclusive with `l2`.
     #[serde(default)]
     pub run: Option<String>,
     #[serde(default)]
@@ -355,6 +353,7 @@ const STEP_FUNCTIONS: &[&str] = &[
     "kexec_to",
     "vmstate_image",
     "snapshots",
+    "release",
 ];
 
 impl Scenario {
