@@ -547,6 +547,18 @@ l2_awaited() {
 	mkdir -p "$PV_AWAIT_DIR" && : >"$PV_AWAIT_DIR/$1.${2%% *}"
 }
 
+# await_guest NAME STATE SECONDS (L1): waits until L2 NAME's await_lock
+# has seen its lock in STATE (l2_awaited), at most SECONDS.
+await_guest() {
+	ag_t0=$(uptime_s)
+	while [ ! -e "$PV_AWAIT_DIR/$1.$2" ]; do
+		awk -v a="$ag_t0" -v b="$(uptime_s)" -v t="$3" 'BEGIN { exit !(b - a > t) }' &&
+			{ mark error "await_guest: $1 not $2 after $3 s"; return 1; }
+		sleep 0.1
+	done
+	mark out "$1 runs $2 after $(elapsed "$ag_t0") s"
+}
+
 # l2_barrier NAME LABEL: L2 NAME reached barrier LABEL. Once all
 # $PV_BAR_N guests of this l2 step have, a line to each one's second serial
 # port (a FIFO that its QEMU reads) lets them on. Of the relays that see the
@@ -674,10 +686,10 @@ release() {
 # QEMU quits once QEMU says the migration completed (pvlock-qmp migrate),
 # and the new one takes over the guest's QMP socket name (a symbolic link
 # to its own, once the source has removed its socket) and the console's
-# relay. Returns when the last QEMU exits.
+# relay. Returns when the last QEMU exits. NAME must be running (a step
+# such as await_guest before it).
 migrate() {
 	m_name=$1; m_rounds=$2; m_pause=${3:-8}
-	[ -e "/tmp/pv-l2-$m_name" ] || sleep 5
 	{ read -r m_g; read -r m_cpus; read -r m_mem; read -r m_model; read -r m_to; } <"/tmp/pv-l2-$m_name" ||
 		{ mark error "migrate: $m_name: no such guest"; return 1; }
 	m_dir=$PV_HOST$PV_QMP_DIR

@@ -354,6 +354,7 @@ const STEP_FUNCTIONS: &[&str] = &[
     "vmstate_image",
     "snapshots",
     "release",
+    "await_guest",
 ];
 
 impl Scenario {
