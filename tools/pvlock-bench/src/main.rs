@@ -168,8 +168,10 @@ fn real_main() -> Result<u8> {
             .duration_since(UNIX_EPOCH)
             .map_or(1, |d| d.as_secs())
     });
-    let level_arms: Vec<(Level, Vec<Arm>)> =
-        levels.iter().map(|&l| (l, plan::arms(l, &mechs))).collect();
+    let level_arms: Vec<(Level, Vec<Arm>)> = levels
+        .iter()
+        .map(|&l| (l, plan::arms(l, &mechs, cli.shape)))
+        .collect();
     let sizes: Vec<(Level, usize)> = level_arms.iter().map(|(l, a)| (*l, a.len())).collect();
     let units = plan::units(&sizes, reps, cli.shape, seed);
     let arms_of = |l: Level| {
@@ -182,12 +184,14 @@ fn real_main() -> Result<u8> {
 
     if cli.dry_run {
         for u in &units {
-            let names: Vec<&str> = u
-                .order
-                .iter()
-                .map(|&i| arms_of(u.level)[i].name.as_str())
-                .collect();
-            println!("{:<28} {}", u.name(arms_of(u.level)), names.join(" -> "));
+            for r in &u.rounds {
+                let names: Vec<&str> = r
+                    .order
+                    .iter()
+                    .map(|&i| arms_of(u.level)[i].name.as_str())
+                    .collect();
+                println!("{:<28} {}", u.name(arms_of(u.level)), names.join(" -> "));
+            }
         }
         println!("{} L1 boots; seed {seed}", units.len());
         return Ok(0);
@@ -260,7 +264,7 @@ fn real_main() -> Result<u8> {
         }
         let arms = arms_of(u.level);
         let s = plan::scenario(u, arms, &workloads, &timing)?;
-        let names: Vec<&str> = u.order.iter().map(|&i| arms[i].name.as_str()).collect();
+        let names: Vec<&str> = u.arms().iter().map(|&i| arms[i].name.as_str()).collect();
         eprintln!(
             "pvlock-bench: [{}/{}] {} ({:.0} min in): {}",
             k + 1,
@@ -298,7 +302,7 @@ fn real_main() -> Result<u8> {
         res.units.push(UnitRecord {
             name: s.name.clone(),
             level: u.level,
-            rep: u.rep,
+            rep: u.rounds.first().map_or(0, |r| r.rep),
             order: names.iter().map(|n| n.to_string()).collect(),
             attempts: r.attempts.iter().map(|a| a.verdict()).collect(),
             passed: r.passed,

@@ -61,16 +61,18 @@ fn delta(before: &StatDoc, after: &StatDoc, kind: Kind) -> BTreeMap<String, u64>
         .collect()
 }
 
-/// The rate of the measured run of `w` on `node` (the second of the two
-/// runs: the first is the warm-up), or why there is none. A run that the
-/// lock failed (locktorture's Fail, or no SUCCESS) is an error, not a rate.
-fn rate(node: &Node, w: Workload) -> Result<f64, String> {
+/// The rate of the measured run of `w` in window `k` of `n` on `node`
+/// (each window has two runs of a workload: a warm-up, then the measured
+/// one), or why there is none. A run that the lock failed (locktorture's
+/// Fail, or no SUCCESS) is an error, not a rate.
+fn rate(node: &Node, w: Workload, k: usize, n: usize) -> Result<f64, String> {
     match w {
         Workload::Lt => {
             let runs = &node.locktorture;
-            let [_, m] = runs.as_slice() else {
-                return Err(format!("{} locktorture runs, not 2", runs.len()));
-            };
+            if runs.len() != 2 * n {
+                return Err(format!("{} locktorture runs, not {}", runs.len(), 2 * n));
+            }
+            let m = &runs[2 * k + 1];
             if m.fail != Some(0) || m.verdict.as_deref() != Some("SUCCESS") {
                 return Err(format!(
                     "locktorture failed: fail={:?} verdict={:?}",
@@ -85,16 +87,18 @@ fn rate(node: &Node, w: Workload) -> Result<f64, String> {
         }
         Workload::Mm => {
             let runs = &node.mmbench;
-            let [_, m] = runs.as_slice() else {
-                return Err(format!("{} mmbench runs, not 2", runs.len()));
-            };
+            if runs.len() != 2 * n {
+                return Err(format!("{} mmbench runs, not {}", runs.len(), 2 * n));
+            }
+            let m = &runs[2 * k + 1];
             m.per_sec()
                 .ok_or_else(|| m.error.clone().unwrap_or_else(|| "no count".into()))
         }
     }
 }
 
-/// Every measurement of one L1 boot, and host_kvm's counts per arm.
+/// Every measurement of one L1 boot, and host_kvm's counts per arm (per
+/// boot in a paired one: it is loaded under every arm).
 pub fn read(
     unit: &Unit,
     arms: &[Arm],
@@ -104,65 +108,86 @@ pub fn read(
     let mut ms = Vec::new();
     let mut hosts = Vec::new();
     let l1 = result.nodes.get("l1");
-    for (position, &i) in unit.order.iter().enumerate() {
-        let arm = &arms[i];
-        let g = group(i);
-        let nodes: Vec<Option<&Node>> = (1..=arm.guests(unit.level))
-            .map(|k| result.nodes.get(&format!("{g}-{k}")))
-            .collect();
-        let first = nodes.first().copied().flatten();
-        let stats = first.map(|n| n.stats.as_slice()).unwrap_or_default();
-        let state = first.and_then(|n| {
-            let mut s: Vec<&str> = n
-                .info
-                .get("adaptive_state")
-                .map(|v| vec![v.as_str()])
-                .unwrap_or_default();
-            s.extend(n.info.get("lock_ops").map(String::as_str));
-            s.first().map(|v| v.to_string())
-        });
-        for (wi, &w) in workloads.iter().enumerate() {
-            let mut per_guest = Vec::new();
-            let mut error = None;
-            for (k, n) in nodes.iter().enumerate() {
-                match n.map(|n| rate(n, w)) {
-                    Some(Ok(v)) => per_guest.push(v),
-                    Some(Err(e)) => error = Some(format!("{g}-{}: {e}", k + 1)),
-                    None => error = Some(format!("{g}-{} did not run", k + 1)),
+    let n = unit.rounds.len();
+    for (k, round) in unit.rounds.iter().enumerate() {
+        for (position, &i) in round.order.iter().enumerate() {
+            let arm = &arms[i];
+            let g = group(i);
+            let nodes: Vec<Option<&Node>> = (1..=arm.guests(unit.level))
+                .map(|x| result.nodes.get(&format!("{g}-{x}")))
+                .collect();
+            let first = nodes.first().copied().flatten();
+            let stats = first.map(|n| n.stats.as_slice()).unwrap_or_default();
+            let state = first.and_then(|n| {
+                let mut s: Vec<&str> = n
+                    .info
+                    .get("adaptive_state")
+                    .map(|v| vec![v.as_str()])
+                    .unwrap_or_default();
+                s.extend(n.info.get("lock_ops").map(String::as_str));
+                s.first().map(|v| v.to_string())
+            });
+            for (wi, &w) in workloads.iter().enumerate() {
+                let mut per_guest = Vec::new();
+                let mut error = None;
+                for (x, node) in nodes.iter().enumerate() {
+                    match node.map(|node| rate(node, w, k, n)) {
+                        Some(Ok(v)) => per_guest.push(v),
+                        Some(Err(e)) => error = Some(format!("{g}-{}: {e}", x + 1)),
+                        None => error = Some(format!("{g}-{} did not run", x + 1)),
+                    }
                 }
+                // stat-0, then one after each window.
+                let after = 1 + k * workloads.len() + wi;
+                let guest = if arm.lock == Lock::Pvlock && stats.len() > after {
+                    delta(&stats[after - 1], &stats[after], Kind::Guest)
+                } else {
+                    BTreeMap::new()
+                };
+                ms.push(Measurement {
+                    level: unit.level,
+                    rep: round.rep,
+                    arm: arm.name.clone(),
+                    position,
+                    workload: w,
+                    value: error.is_none().then(|| per_guest.iter().sum()),
+                    per_guest,
+                    error,
+                    guest,
+                    lock_state: state.clone(),
+                });
             }
-            let guest = if arm.lock == Lock::Pvlock && stats.len() > wi + 1 {
-                delta(&stats[wi], &stats[wi + 1], Kind::Guest)
-            } else {
-                BTreeMap::new()
-            };
-            ms.push(Measurement {
+        }
+    }
+    // host_kvm's statistics: after each arm on it (hk-stat-GROUP), or
+    // after a paired boot (hk-stat).
+    let host_stat = |id: &str| {
+        l1.and_then(|n| {
+            let idx = n
+                .steps
+                .iter()
+                .filter(|s| s.call.split_whitespace().next() == Some("stat"))
+                .position(|s| s.id == id)?;
+            n.stats.get(idx)
+        })
+    };
+    let rep = unit.rounds.first().map_or(0, |r| r.rep);
+    if unit.paired {
+        if let Some(s) = host_stat("hk-stat") {
+            hosts.push(HostCounts {
                 level: unit.level,
-                rep: unit.rep,
-                arm: arm.name.clone(),
-                position,
-                workload: w,
-                value: error.is_none().then(|| per_guest.iter().sum()),
-                per_guest,
-                error,
-                guest,
-                lock_state: state.clone(),
+                rep,
+                arm: "every arm".into(),
+                counters: s.counters(Kind::Host).cloned().unwrap_or_default(),
             });
         }
-        if arm.host_kvm {
-            let snap = l1.and_then(|n| {
-                let idx = n
-                    .steps
-                    .iter()
-                    .filter(|s| s.call.split_whitespace().next() == Some("stat"))
-                    .position(|s| s.id == format!("hk-stat-{g}"))?;
-                n.stats.get(idx)
-            });
-            if let Some(s) = snap {
+    } else {
+        for i in unit.arms().into_iter().filter(|&i| arms[i].host_kvm) {
+            if let Some(s) = host_stat(&format!("hk-stat-{}", group(i))) {
                 hosts.push(HostCounts {
                     level: unit.level,
-                    rep: unit.rep,
-                    arm: arm.name.clone(),
+                    rep,
+                    arm: arms[i].name.clone(),
                     counters: s.counters(Kind::Host).cloned().unwrap_or_default(),
                 });
             }

@@ -155,7 +155,7 @@ impl Arm {
 /// The arms of a level. The controls (`~2`) run the same code as the arm
 /// they copy, at another place in the order: their ratio is what the
 /// bench cannot resolve.
-pub fn arms(level: Level, mechanisms: &[Arm]) -> Vec<Arm> {
+pub fn arms(level: Level, mechanisms: &[Arm], shape: Shape) -> Vec<Arm> {
     let mut stock = Arm::new("pvlock-stock", Lock::Pvlock, false);
     // What a host without host_kvm offers: HLT and KVM_HC_KICK_CPU.
     stock.guest_params.push("kick=1".into());
@@ -173,7 +173,10 @@ pub fn arms(level: Level, mechanisms: &[Arm]) -> Vec<Arm> {
         v.push(Arm::new("native", Lock::Native, false));
         v.push(Arm::new("native~2", Lock::Native, false));
         v.push(Arm::new("upstream", Lock::Upstream, false));
-        v.push(Arm::new("upstream+host_kvm", Lock::Upstream, true));
+        // In a paired boot host_kvm is loaded under every arm.
+        if shape != Shape::Paired {
+            v.push(Arm::new("upstream+host_kvm", Lock::Upstream, true));
+        }
         v.push(Arm::new("pvlock", Lock::Pvlock, true));
         v.push(stock);
     }
@@ -267,13 +270,21 @@ pub struct Timing {
     pub measure: u64,
 }
 
-/// Each arm's guests in an L1 boot of their own (`fresh`), or every arm
-/// of a level in one L1 boot, one after the other (`shared`).
+/// How arms share L1 boots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Shape {
+    /// Every arm of a level in one L1 boot per repetition, one after the
+    /// other, each guest booted for its turn.
     Shared,
+    /// Each arm's guests in an L1 boot of their own.
     Fresh,
+    /// Every repetition of a level in one L1 boot: every arm's guests
+    /// booted once, and their windows run one at a time, the others
+    /// paused (vmtest's `interleave`), so that a repetition's arms are
+    /// seconds apart, not minutes. host_kvm is loaded throughout; the
+    /// arms without it are guests that do not enable it.
+    Paired,
 }
 
 /// Williams' design for `k` treatments: orders in which each one comes
@@ -343,23 +354,47 @@ pub fn orders(k: usize, reps: u32, seed: u64) -> Vec<Vec<usize>> {
     out
 }
 
-/// One L1 boot: a level, a repetition, and the arms it runs in order.
+/// One repetition: the arms in the order they run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Round {
+    pub rep: u32,
+    /// Indices into the level's arms.
+    pub order: Vec<usize>,
+}
+
+/// One L1 boot: a level and the repetitions it runs (one, or with
+/// `paired` all of them, interleaved).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Unit {
     pub level: Level,
-    pub rep: u32,
-    /// Indices into the level's arms, in the order they run.
-    pub order: Vec<usize>,
+    pub rounds: Vec<Round>,
+    pub paired: bool,
 }
 
 impl Unit {
     pub fn name(&self, arms: &[Arm]) -> String {
-        let who = if self.order.len() == 1 {
-            format!("-{}", slug(&arms[self.order[0]].name))
-        } else {
-            String::new()
-        };
-        format!("bench-{}-r{}{who}", self.level.label(), self.rep)
+        let l = self.level.label();
+        match self.rounds.as_slice() {
+            _ if self.paired => format!("bench-{l}-paired"),
+            [r] if r.order.len() == 1 => {
+                format!("bench-{l}-r{}-{}", r.rep, slug(&arms[r.order[0]].name))
+            }
+            [r, ..] => format!("bench-{l}-r{}", r.rep),
+            [] => format!("bench-{l}"),
+        }
+    }
+
+    /// The arms the boot runs, each once, in the order of the first round.
+    pub fn arms(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = Vec::new();
+        for r in &self.rounds {
+            for &i in &r.order {
+                if !v.contains(&i) {
+                    v.push(i);
+                }
+            }
+        }
+        v
     }
 }
 
@@ -382,20 +417,32 @@ pub fn units(levels: &[(Level, usize)], reps: u32, shape: Shape, seed: u64) -> V
         .map(|(i, (_, k))| orders(*k, reps, seed.wrapping_add(i as u64)))
         .collect();
     let mut v = Vec::new();
+    if shape == Shape::Paired {
+        for (li, (level, _)) in levels.iter().enumerate() {
+            v.push(Unit {
+                level: *level,
+                rounds: (0..reps)
+                    .map(|rep| Round {
+                        rep,
+                        order: per_level[li][rep as usize].clone(),
+                    })
+                    .collect(),
+                paired: true,
+            });
+        }
+        return v;
+    }
     for rep in 0..reps {
         for (li, (level, _)) in levels.iter().enumerate() {
             let order = &per_level[li][rep as usize];
+            let unit = |order: Vec<usize>| Unit {
+                level: *level,
+                rounds: vec![Round { rep, order }],
+                paired: false,
+            };
             match shape {
-                Shape::Shared => v.push(Unit {
-                    level: *level,
-                    rep,
-                    order: order.clone(),
-                }),
-                Shape::Fresh => v.extend(order.iter().map(|a| Unit {
-                    level: *level,
-                    rep,
-                    order: vec![*a],
-                })),
+                Shape::Fresh => v.extend(order.iter().map(|a| unit(vec![*a]))),
+                _ => v.push(unit(order.clone())),
             }
         }
     }
@@ -413,11 +460,25 @@ fn guest_timeout(level: Level, arm: &Arm, workloads: &[Workload], t: &Timing) ->
     (120 + t.settle) * slow + per_workload * workloads.len() as u64
 }
 
-/// The guest plan of arm `arm` at `level`.
-fn guest_steps(level: Level, arm: &Arm, workloads: &[Workload], t: &Timing) -> Vec<Step> {
+/// Bound on one window of a paired boot (its warm-up, its measured run,
+/// the statistics), seconds.
+fn window_timeout(level: Level, t: &Timing) -> u64 {
+    let slow = if level.overcommitted() { 2 } else { 1 };
+    ((t.warmup + t.measure) * 2 + 60) * slow
+}
+
+/// The guest plan of arm `arm` at `level`: in a paired boot, `reps`
+/// windows per workload, each released by L1 (hold).
+fn guest_steps(
+    level: Level,
+    arm: &Arm,
+    workloads: &[Workload],
+    t: &Timing,
+    paired: Option<(u32, u64)>,
+) -> Vec<Step> {
     let vcpus = arm.vcpus(level);
     let pv = arm.lock == Lock::Pvlock;
-    let together = arm.guests(level) > 1;
+    let together = arm.guests(level) > 1 && paired.is_none();
     let mut s = vec![Step::call("info", &[], 60).with_id("boot-info")];
     if pv {
         let mut args = vec!["guest_pvlock"];
@@ -430,27 +491,128 @@ fn guest_steps(level: Level, arm: &Arm, workloads: &[Workload], t: &Timing) -> V
     if pv {
         s.push(Step::call("stat", &[], 60).with_id("stat-0"));
     }
-    for w in workloads {
-        for (id, secs) in [
-            (format!("warm-{}", w.label()), t.warmup),
-            (w.label().to_string(), t.measure),
-        ] {
-            if together {
-                s.push(Step::call("barrier", &[&id, "300"], 320).with_id(&format!("bar-{id}")));
+    let (reps, hold) = paired.unwrap_or((1, 0));
+    let mut k = 0;
+    for r in 0..reps {
+        for w in workloads {
+            // The step ids of a paired boot carry the repetition.
+            let sfx = if paired.is_some() {
+                format!("-r{r}")
+            } else {
+                String::new()
+            };
+            if paired.is_some() {
+                let h = format!("h{k}");
+                s.push(Step::call("hold", &[&h, &hold.to_string()], hold + 30).with_id(&h));
+                k += 1;
             }
-            let (f, args) = w.call(vcpus, secs);
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            s.push(Step::call(f, &args, secs * 4 + 120).with_id(&id));
+            for (id, secs) in [
+                (format!("warm-{}{sfx}", w.label()), t.warmup),
+                (format!("{}{sfx}", w.label()), t.measure),
+            ] {
+                if together {
+                    s.push(Step::call("barrier", &[&id, "300"], 320).with_id(&format!("bar-{id}")));
+                }
+                let (f, args) = w.call(vcpus, secs);
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                s.push(Step::call(f, &args, secs * 4 + 120).with_id(&id));
+            }
+            if pv {
+                s.push(Step::call("stat", &[], 60).with_id(&format!("stat-{}{sfx}", w.label())));
+            }
         }
-        if pv {
-            s.push(Step::call("stat", &[], 60).with_id(&format!("stat-{}", w.label())));
-        }
+    }
+    if paired.is_some() {
+        let h = format!("h{k}");
+        s.push(Step::call("hold", &[&h, &hold.to_string()], hold + 30).with_id(&h));
     }
     if pv {
         s.push(Step::call("info", &[], 60).with_id("info-end"));
     }
     s.push(Step::call("warnings", &[], 60));
     s
+}
+
+/// The guests of arm `i` at `level`, in a group of their own.
+fn group_of(level: Level, i: usize, arm: &Arm, steps: Vec<Step>) -> Level2 {
+    let mut cmdline = "maxcpus=1".to_string();
+    if arm.lock == Lock::Native {
+        cmdline.push_str(" nopvspin");
+    }
+    Level2 {
+        group: group(i),
+        count: arm.guests(level),
+        cpus: arm.vcpus(level),
+        memory: "768M".into(),
+        cpu: "host,-svm,tsc-deadline=off,pmu=off".into(),
+        kvm_pvlock: arm.host_kvm,
+        cmdline,
+        qemu: String::new(),
+        allow_kernel_problems: false,
+        steps,
+    }
+}
+
+/// The L1 plan of a paired boot: host_kvm loaded, every arm's guests
+/// booted at once, then their windows one at a time (interleave): for
+/// each repetition and workload, the arms in the repetition's order.
+fn paired_plan(
+    unit: &Unit,
+    arms: &[Arm],
+    workloads: &[Workload],
+    t: &Timing,
+) -> anyhow::Result<(Vec<Step>, Vec<Level2>, u64)> {
+    let level = unit.level;
+    let idx = unit.arms();
+    if let Some(a) = idx
+        .iter()
+        .map(|&i| &arms[i])
+        .find(|a| !a.host_params.is_empty())
+    {
+        anyhow::bail!(
+            "arm '{}': host_kvm's parameters are the whole boot's in a paired boot; use --shape shared",
+            a.name
+        );
+    }
+    let windows: Vec<String> = unit
+        .rounds
+        .iter()
+        .flat_map(|r| {
+            workloads.iter().flat_map(move |_| {
+                r.order.iter().map(move |&i| {
+                    (1..=arms[i].guests(level))
+                        .map(|k| format!("{}-{k}", group(i)))
+                        .collect::<Vec<_>>()
+                        .join("+")
+                })
+            })
+        })
+        .collect();
+    let boot = 300 * if level.overcommitted() { 2 } else { 1 } + t.settle;
+    let total = boot + windows.len() as u64 * window_timeout(level, t);
+    let reps = unit.rounds.len() as u32;
+    let l2 = idx
+        .iter()
+        .map(|&i| {
+            let steps = guest_steps(level, &arms[i], workloads, t, Some((reps, total)));
+            group_of(level, i, &arms[i], steps)
+        })
+        .collect();
+    let groups: Vec<String> = idx.iter().map(|&i| group(i)).collect();
+    let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
+    let mut args = vec![window_timeout(level, t).max(boot).to_string()];
+    args.extend(windows);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut boot_all = Step::boot(&groups, total + 120).with_id("guests");
+    boot_all.background = true;
+    let l1 = vec![
+        Step::call("load", &["host_kvm"], 60).with_id("hk-load"),
+        boot_all,
+        Step::call("interleave", &args, total).with_id("interleave"),
+        Step::call("wait", &[], total + 120),
+        Step::call("stat", &[], 60).with_id("hk-stat"),
+    ];
+    Ok((l1, l2, total + 300))
 }
 
 /// The vmtest scenario of `unit`.
@@ -461,50 +623,27 @@ pub fn scenario(
     t: &Timing,
 ) -> anyhow::Result<Scenario> {
     let level = unit.level;
-    let mut l1 = Vec::new();
-    let mut l2 = Vec::new();
-    let mut total = 120;
-    for &i in &unit.order {
-        let arm = &arms[i];
-        let g = group(i);
-        let to = guest_timeout(level, arm, workloads, t);
-        total += to + 60;
-        if arm.host_kvm {
-            let mut args = vec!["host_kvm"];
-            args.extend(arm.host_params.iter().map(String::as_str));
-            l1.push(Step::call("load", &args, 60).with_id(&format!("hk-load-{g}")));
-        }
-        l1.push(Step::boot(&[&g], to).with_id(&format!("l2-{g}")));
-        if arm.host_kvm {
-            l1.push(Step::call("stat", &[], 60).with_id(&format!("hk-stat-{g}")));
-            l1.push(Step::call("unload", &["host_kvm"], 60).with_id(&format!("hk-unload-{g}")));
-        }
-        let mut cmdline = "maxcpus=1".to_string();
-        if arm.lock == Lock::Native {
-            cmdline.push_str(" nopvspin");
-        }
-        l2.push(Level2 {
-            group: g,
-            count: arm.guests(level),
-            cpus: arm.vcpus(level),
-            memory: "768M".into(),
-            cpu: "host,-svm,tsc-deadline=off,pmu=off".into(),
-            kvm_pvlock: arm.host_kvm,
-            cmdline,
-            qemu: String::new(),
-            allow_kernel_problems: false,
-            steps: guest_steps(level, arm, workloads, t),
-        });
-    }
+    let (mut l1, l2, total) = if unit.paired {
+        paired_plan(unit, arms, workloads, t)?
+    } else {
+        one_by_one(unit, arms, workloads, t)
+    };
     l1.push(Step::call("warnings", &[], 60));
-    let names: Vec<&str> = unit.order.iter().map(|&i| arms[i].name.as_str()).collect();
+    let names: Vec<String> = unit
+        .rounds
+        .iter()
+        .map(|r| {
+            let n: Vec<&str> = r.order.iter().map(|&i| arms[i].name.as_str()).collect();
+            format!("{}: {}", r.rep, n.join(", then "))
+        })
+        .collect();
     let s = Scenario {
         name: unit.name(arms),
         description: format!(
-            "pvlock-bench {} repetition {}: {}",
+            "pvlock-bench {}{}, repetition {}",
             level.label(),
-            unit.rep,
-            names.join(", then ")
+            if unit.paired { " paired" } else { "" },
+            names.join("; ")
         ),
         timeout: total,
         retries: 1,
@@ -524,6 +663,43 @@ pub fn scenario(
         expect: Vec::new(),
     };
     s.checked()
+}
+
+/// The L1 plan of a boot whose arms run one after the other, each
+/// guest booted for its turn, host_kvm loaded around the arms on it.
+fn one_by_one(
+    unit: &Unit,
+    arms: &[Arm],
+    workloads: &[Workload],
+    t: &Timing,
+) -> (Vec<Step>, Vec<Level2>, u64) {
+    let level = unit.level;
+    let mut l1 = Vec::new();
+    let mut l2 = Vec::new();
+    let mut total = 120;
+    for &i in &unit.arms() {
+        let arm = &arms[i];
+        let g = group(i);
+        let to = guest_timeout(level, arm, workloads, t);
+        total += to + 60;
+        if arm.host_kvm {
+            let mut args = vec!["host_kvm"];
+            args.extend(arm.host_params.iter().map(String::as_str));
+            l1.push(Step::call("load", &args, 60).with_id(&format!("hk-load-{g}")));
+        }
+        l1.push(Step::boot(&[&g], to).with_id(&format!("l2-{g}")));
+        if arm.host_kvm {
+            l1.push(Step::call("stat", &[], 60).with_id(&format!("hk-stat-{g}")));
+            l1.push(Step::call("unload", &["host_kvm"], 60).with_id(&format!("hk-unload-{g}")));
+        }
+        l2.push(group_of(
+            level,
+            i,
+            arm,
+            guest_steps(level, arm, workloads, t, None),
+        ));
+    }
+    (l1, l2, total)
 }
 
 #[cfg(test)]
@@ -575,7 +751,9 @@ mod tests {
     fn fresh_units_hold_one_arm() {
         let u = units(&[(Level::X1, 6), (Level::X2, 5)], 2, Shape::Fresh, 1);
         assert_eq!(u.len(), 2 * (6 + 5));
-        assert!(u.iter().all(|u| u.order.len() == 1));
+        assert!(u
+            .iter()
+            .all(|u| u.rounds.len() == 1 && u.rounds[0].order.len() == 1));
         let s = units(&[(Level::X1, 6)], 3, Shape::Shared, 1);
         assert_eq!(s.len(), 3);
     }
@@ -587,13 +765,13 @@ mod tests {
             warmup: 3,
             measure: 10,
         };
-        let arms = arms(Level::X1, &[]);
+        let arms = arms(Level::X1, &[], Shape::Shared);
         let order: Vec<usize> = (0..arms.len()).collect();
         let s = scenario(
             &Unit {
                 level: Level::X1,
-                rep: 0,
-                order,
+                rounds: vec![Round { rep: 0, order }],
+                paired: false,
             },
             &arms,
             &Workload::ALL,
@@ -635,6 +813,69 @@ mod tests {
                 .count()
                 == 2
         );
+    }
+
+    /// A paired boot: every arm's guests booted once, one window per
+    /// repetition and workload, in each repetition's order, every guest
+    /// holding once more than its windows; host_kvm loaded once.
+    #[test]
+    fn a_paired_boot_interleaves_every_repetition() {
+        let t = Timing {
+            settle: 5,
+            warmup: 3,
+            measure: 10,
+        };
+        let arms = arms(Level::Two, &[], Shape::Paired);
+        let u = units(&[(Level::Two, arms.len())], 3, Shape::Paired, 5);
+        assert_eq!(u.len(), 1);
+        let u = &u[0];
+        assert!(u.paired && u.rounds.len() == 3);
+        let ws = [Workload::Lt, Workload::Mm];
+        let s = scenario(u, &arms, &ws, &t).unwrap();
+        assert_eq!(s.l2.len(), arms.len());
+        let il =
+            s.l1.steps
+                .iter()
+                .find(|x| x.run.as_deref() == Some("interleave"))
+                .unwrap();
+        let windows = &il.args[1..];
+        assert_eq!(windows.len(), 3 * ws.len() * arms.len());
+        // Repetition 1, second workload: the arms in that round's order;
+        // two guests of a group run together.
+        let k = arms.len();
+        let want: Vec<String> = u.rounds[1]
+            .order
+            .iter()
+            .map(|&i| {
+                let g = group(i);
+                if arms[i].guests(Level::Two) == 2 {
+                    format!("{g}-1+{g}-2")
+                } else {
+                    format!("{g}-1")
+                }
+            })
+            .collect();
+        assert_eq!(windows[3 * k..4 * k], want[..]);
+        for g in &s.l2 {
+            let holds = g
+                .steps
+                .iter()
+                .filter(|x| x.run.as_deref() == Some("hold"))
+                .count();
+            assert_eq!(holds, 3 * ws.len() + 1, "{}", g.group);
+            assert!(g.steps.iter().all(|x| x.run.as_deref() != Some("barrier")));
+        }
+        let loads =
+            s.l1.steps
+                .iter()
+                .filter(|x| x.run.as_deref() == Some("load"))
+                .count();
+        assert_eq!(loads, 1);
+        assert!(arms.iter().all(|a| a.name != "upstream+host_kvm"));
+        let mech = Arm::mechanism("host_kvm.yield_to_target=0").unwrap();
+        let arms = super::arms(Level::X2, &[mech], Shape::Paired);
+        let u = units(&[(Level::X2, arms.len())], 1, Shape::Paired, 5);
+        assert!(scenario(&u[0], &arms, &ws, &t).is_err());
     }
 
     #[test]

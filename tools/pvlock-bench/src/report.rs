@@ -186,6 +186,7 @@ pub fn markdown(r: &Results) -> String {
         match r.shape {
             Shape::Shared => "every arm of a level in one boot",
             Shape::Fresh => "one arm per boot",
+            Shape::Paired => "every repetition in one boot, the arms' windows interleaved",
         },
         r.seed,
         r.timing.settle,
@@ -360,6 +361,7 @@ mod tests {
             let a = arms(
                 level,
                 &[crate::plan::Arm::mechanism("early_halt=1").unwrap()],
+                crate::plan::Shape::Shared,
             );
             let g = goals(level, &a, &Workload::ALL);
             assert_eq!(g.iter().filter(|g| g.resolution).count(), 2, "{level:?}");

@@ -217,6 +217,10 @@ pub enum Op {
     Load(String),
     /// [`migrate`] to `URI`.
     Migrate(String),
+    /// [`run_state`]: pause the vCPUs (`stop`).
+    Stop,
+    /// [`run_state`]: let them run again (`cont`).
+    Cont,
 }
 
 impl Op {
@@ -259,6 +263,8 @@ impl FromStr for Op {
             "nmi" => Op::Nmi,
             "regs" => Op::Regs,
             "threads" => Op::Threads,
+            "stop" => Op::Stop,
+            "cont" => Op::Cont,
             "savevm" | "loadvm" => bail!("'{s}' needs a snapshot name"),
             "migrate" => bail!("'migrate' needs a unix:PATH URI"),
             _ => bail!("unknown operation '{s}'"),
@@ -275,7 +281,20 @@ pub fn run(sock: &Path, op: Op) -> Result<Vec<String>> {
         Op::Save(name) => snapshot(sock, "savevm", &name),
         Op::Load(name) => snapshot(sock, "loadvm", &name),
         Op::Migrate(uri) => migrate(sock, &uri),
+        Op::Stop => run_state(sock, "stop").map(|()| Vec::new()),
+        Op::Cont => run_state(sock, "cont").map(|()| Vec::new()),
     }
+}
+
+/// Pauses (`stop`) or resumes (`cont`) the vCPUs of the QEMU at `sock`.
+/// QEMU stops the guest's kvmclock with them and tells the guest it was
+/// stopped (KVM_KVMCLOCK_CTRL), so its clock and watchdogs see no gap.
+pub fn run_state(sock: &Path, cmd: &str) -> Result<()> {
+    if cmd != "stop" && cmd != "cont" {
+        bail!("'{cmd}': stop or cont");
+    }
+    Qmp::connect(sock)?.execute(cmd, None)?;
+    Ok(())
 }
 
 /// How long a migration may take (`migrate`): the guest's memory, sent
@@ -621,6 +640,13 @@ mod tests {
         nmi(&sock_at(&dir, "nmi")).unwrap();
         assert_eq!(server.join().unwrap(), ["qmp_capabilities", "inject-nmi"]);
 
+        for op in ["stop", "cont"] {
+            let server = fake::qemu(&sock_at(&dir, op), false);
+            run(&sock_at(&dir, op), op.parse().unwrap()).unwrap();
+            assert_eq!(server.join().unwrap(), ["qmp_capabilities", op]);
+        }
+        assert!(run_state(&sock_at(&dir, "stop"), "quit").is_err());
+
         // QEMU's error, after an event.
         let server = fake::qemu(&sock_at(&dir, "fail"), true);
         let e = nmi(&sock_at(&dir, "fail")).unwrap_err();
@@ -643,6 +669,8 @@ mod tests {
         assert_eq!("nmi".parse::<Op>().unwrap(), Op::Nmi);
         assert_eq!("regs".parse::<Op>().unwrap(), Op::Regs);
         assert_eq!("threads".parse::<Op>().unwrap(), Op::Threads);
+        assert_eq!("stop".parse::<Op>().unwrap(), Op::Stop);
+        assert_eq!("cont".parse::<Op>().unwrap(), Op::Cont);
         assert!("NMI".parse::<Op>().is_err());
         let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(

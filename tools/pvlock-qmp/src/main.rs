@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `pvlock-qmp SOCKET nmi|regs|threads`: the QMP client of the pvlock
+//! `pvlock-qmp SOCKET OPERATION`: the QMP client of the pvlock
 //! harness, static in L1's initramfs (see the library's documentation for
 //! what it prints). Exit status 0, or 1 with one line on stderr: a bad
 //! command line, or QMP's error.
@@ -9,16 +9,20 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: pvlock-qmp SOCKET nmi|regs|threads|savevm NAME|loadvm NAME|migrate URI";
+const USAGE: &str =
+    "usage: pvlock-qmp SOCKET nmi|regs|threads|stop|cont|savevm NAME|loadvm NAME|migrate URI";
 
 const HELP: &str = "\
-Asks the QEMU whose QMP socket is SOCKET about its vCPUs.
+Asks the QEMU whose QMP socket is SOCKET about its vCPUs, or tells it what\nto do with them.
 
   nmi      an NMI to every vCPU (inject-nmi)
   regs     register samples of every vCPU, two, half a second apart:
            sample=S cpu=N rip=HEX rfl=HEX hlt=0|1 cpl=N stack=HEX,...
            [deep=HEX,...] [ptrs=REG:ADDR:WORD,...] [iframes=RET:IP:FLAGS,...]
   threads  each vCPU's host thread: cpu=N thread=TID
+  stop, cont
+           pause the vCPUs, or let them run again (the guest's clock
+           stops with them)
   savevm NAME, loadvm NAME
            take or restore snapshot NAME (HMP's savevm and loadvm; the
            guest needs a qcow2 drive): {savevm|loadvm} NAME secs=S

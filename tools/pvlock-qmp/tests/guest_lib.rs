@@ -270,6 +270,7 @@ fn a_bad_command_line_says_the_usage() {
         &[][..],
         &["sock"],
         &["sock", "nmi", "x"],
+        &["sock", "stop", "x"],
         &["sock", "reboot"],
         &["sock", "savevm"],
         &["sock", "loadvm", "a b"],
@@ -284,7 +285,7 @@ fn a_bad_command_line_says_the_usage() {
         assert!(
             err.starts_with("pvlock-qmp: ")
                 && err.contains(
-                    "(usage: pvlock-qmp SOCKET nmi|regs|threads|savevm NAME|loadvm NAME|migrate URI)"
+                    "(usage: pvlock-qmp SOCKET nmi|regs|threads|stop|cont|savevm NAME|loadvm NAME|migrate URI)"
                 ),
             "{args:?}: {err}"
         );

@@ -532,6 +532,7 @@ l2_relay() {
 		*"@@PV L2."*" hcmark "*) [ "${rec:-1}" = 1 ] && { hist_stop "$1:${l##* hcmark }"; hist_start; } ;;
 		*"@@PV L2."*" barrier "*) l2_barrier "$1" "${l##* barrier }" ;;
 		*"@@PV L2."*" await state="*) l2_awaited "$1" "${l##* await state=}" ;;
+		*"@@PV L2."*" held "*) l2_awaited "$1" "${l##* held }" ;;
 		*"csd: Detected non-responsive"*) waitrec "$1" ipi-wait ;;
 		*"rcu: INFO"*) waitrec "$1" rcu-stall ;;
 		*"soft lockup"* | *"hard LOCKUP"*) waitrec "$1" lockup ;;
@@ -548,15 +549,81 @@ l2_awaited() {
 }
 
 # await_guest NAME STATE SECONDS (L1): waits until L2 NAME's await_lock
-# has seen its lock in STATE (l2_awaited), at most SECONDS.
+# has seen its lock in STATE, or NAME holds at label STATE (hold), at most
+# SECONDS (l2_awaited).
 await_guest() {
 	ag_t0=$(uptime_s)
-	while [ ! -e "$PV_AWAIT_DIR/$1.$2" ]; do
-		awk -v a="$ag_t0" -v b="$(uptime_s)" -v t="$3" 'BEGIN { exit !(b - a > t) }' &&
-			{ mark error "await_guest: $1 not $2 after $3 s"; return 1; }
-		sleep 0.1
-	done
+	awaited "$@" || return 1
 	mark out "$1 runs $2 after $(elapsed "$ag_t0") s"
+}
+awaited() {
+	aw_t0=$(uptime_s)
+	while [ ! -e "$PV_AWAIT_DIR/$1.$2" ]; do
+		awk -v a="$aw_t0" -v b="$(uptime_s)" -v t="$3" 'BEGIN { exit !(b - a > t) }' &&
+			{ mark error "await: $1 not $2 after $3 s"; return 1; }
+		sleep 0.05
+	done
+}
+
+# hold LABEL SECONDS (L2): waits, at most SECONDS, until L1's interleave
+# lets this guest run its next window: says "held LABEL" (which L1's relay
+# turns into a file, l2_awaited) and reads a line from the barrier port,
+# open before the mark as in barrier.
+hold() {
+	exec 3<>"$PV_BAR_PORT" || { mark error "hold $1: cannot open $PV_BAR_PORT"; return 1; }
+	stty raw -echo <&3 2>/dev/null
+	mark held "$1"
+	if ! read -r -t "$2" _ <&3; then
+		mark error "hold $1: not released in $2 s"
+		exec 3<&-
+		return 1
+	fi
+	exec 3<&-
+}
+
+# interleave SECONDS WINDOW... (L1, beside the l2 step that booted the
+# guests): runs L2 guests' windows one at a time, so that what drifts in
+# the platform over minutes falls on every guest alike (pvlock-bench's
+# paired shape). A WINDOW names the guests that run it together, joined
+# by '+'. Every guest named holds at h0 (hold) and is paused there (QMP
+# stop); then for each WINDOW in turn its guests are resumed and released,
+# and paused again once each holds at its next label (h1, h2, ...).
+# SECONDS bounds every wait. At the end every guest is resumed and
+# released from its last hold.
+interleave() {
+	il_to=$1; shift
+	il_all=$(printf '%s\n' "$@" | tr '+' '\n' | sort -u)
+	for n in $il_all; do
+		awaited "$n" h0 "$il_to" && il_pause "$n" || return 1
+		echo 0 >"/tmp/pv-il-$n"
+	done
+	mark out "interleave: $# windows of $(echo $il_all | wc -w) guests"
+	for w in "$@"; do
+		il_ns=$(echo "$w" | tr '+' ' ')
+		for n in $il_ns; do il_resume "$n" || return 1; done
+		for n in $il_ns; do echo go 1<>"$PV_HOST$PV_QMP_DIR/bar-$n"; done
+		for n in $il_ns; do
+			il_k=$(($(cat "/tmp/pv-il-$n") + 1))
+			echo "$il_k" >"/tmp/pv-il-$n"
+			awaited "$n" "h$il_k" "$il_to" || return 1
+		done
+		for n in $il_ns; do il_pause "$n" || return 1; done
+	done
+	for n in $il_all; do
+		il_resume "$n" || return 1
+		echo go 1<>"$PV_HOST$PV_QMP_DIR/bar-$n"
+	done
+}
+il_pause() {
+	: >"/tmp/pv-seen-$1.held"
+	il_out=$("$PV_QMP" "$(qmp_sock "$1")" stop 2>&1) || { mark error "interleave: stop $1: $il_out"; return 1; }
+}
+il_resume() {
+	il_out=$("$PV_QMP" "$(qmp_sock "$1")" cont 2>&1) || { mark error "interleave: cont $1: $il_out"; return 1; }
+	# Its silence counts from now (l2_watch).
+	read -r il_up _ </proc/uptime
+	echo "${il_up%.*}" >"/tmp/pv-seen-$1"
+	rm -f "/tmp/pv-seen-$1.held"
 }
 
 # l2_barrier NAME LABEL: L2 NAME reached barrier LABEL. Once all
@@ -587,6 +654,8 @@ l2_watch() {
 	asked=
 	while [ ! -e "$2.done" ]; do
 		sleep "$PV_WATCH_EVERY"
+		# Paused by interleave: silent because its vCPUs do not run.
+		[ ! -e "$2.held" ] || continue
 		read -r last 2>/dev/null <"$2" || continue
 		[ -n "$last" ] || continue
 		read -r up _ </proc/uptime

@@ -355,6 +355,8 @@ const STEP_FUNCTIONS: &[&str] = &[
     "snapshots",
     "release",
     "await_guest",
+    "hold",
+    "interleave",
 ];
 
 impl Scenario {
