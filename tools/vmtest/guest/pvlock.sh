@@ -572,7 +572,8 @@ awaited() {
 hold() {
 	exec 3<>"$PV_BAR_PORT" || { mark error "hold $1: cannot open $PV_BAR_PORT"; return 1; }
 	stty raw -echo <&3 2>/dev/null
-	mark held "$1"
+	# (A word after the label: the console's line ends in a CR.)
+	mark held "$1 up=$(uptime_s)"
 	if ! read -r -t "$2" _ <&3; then
 		mark error "hold $1: not released in $2 s"
 		exec 3<&-
@@ -594,29 +595,43 @@ interleave() {
 	il_to=$1; shift
 	il_all=$(printf '%s\n' "$@" | tr '+' '\n' | sort -u)
 	for n in $il_all; do
-		awaited "$n" h0 "$il_to" && il_pause "$n" || return 1
+		awaited "$n" h0 "$il_to" && il_pause "$n" || { il_abort; return 1; }
 		echo 0 >"/tmp/pv-il-$n"
 	done
 	mark out "interleave: $# windows of $(echo $il_all | wc -w) guests"
 	for w in "$@"; do
 		il_ns=$(echo "$w" | tr '+' ' ')
-		for n in $il_ns; do il_resume "$n" || return 1; done
+		for n in $il_ns; do il_resume "$n" || { il_abort; return 1; }; done
 		for n in $il_ns; do echo go 1<>"$PV_HOST$PV_QMP_DIR/bar-$n"; done
 		for n in $il_ns; do
 			il_k=$(($(cat "/tmp/pv-il-$n") + 1))
 			echo "$il_k" >"/tmp/pv-il-$n"
-			awaited "$n" "h$il_k" "$il_to" || return 1
+			awaited "$n" "h$il_k" "$il_to" || { il_abort; return 1; }
 		done
-		for n in $il_ns; do il_pause "$n" || return 1; done
+		for n in $il_ns; do il_pause "$n" || { il_abort; return 1; }; done
 	done
 	for n in $il_all; do
-		il_resume "$n" || return 1
+		il_resume "$n" || { il_abort; return 1; }
 		echo go 1<>"$PV_HOST$PV_QMP_DIR/bar-$n"
 	done
 }
+# The windows cannot go on: end every guest's QEMU rather than let the
+# held ones wait out their bound.
+il_abort() {
+	for n in $il_all; do
+		for p in /proc/[0-9]*; do
+			case "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" in
+			*qemu*"pv_name=$n "*) kill "${p#/proc/}" 2>/dev/null ;;
+			esac
+		done
+		mark error "interleave: ended $n"
+	done
+}
+# "paused NAME" and "resumed NAME" tell the harness's watchdog too.
 il_pause() {
 	: >"/tmp/pv-seen-$1.held"
 	il_out=$("$PV_QMP" "$(qmp_sock "$1")" stop 2>&1) || { mark error "interleave: stop $1: $il_out"; return 1; }
+	mark paused "$1"
 }
 il_resume() {
 	il_out=$("$PV_QMP" "$(qmp_sock "$1")" cont 2>&1) || { mark error "interleave: cont $1: $il_out"; return 1; }
@@ -624,6 +639,7 @@ il_resume() {
 	read -r il_up _ </proc/uptime
 	echo "${il_up%.*}" >"/tmp/pv-seen-$1"
 	rm -f "/tmp/pv-seen-$1.held"
+	mark resumed "$1"
 }
 
 # l2_barrier NAME LABEL: L2 NAME reached barrier LABEL. Once all

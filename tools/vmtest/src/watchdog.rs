@@ -21,9 +21,13 @@
 //! [`STALL_SECS`], or, once L1 said it is asking (`nmi-asking`: the
 //! register samples come first, and a loaded L1 takes its time), until
 //! [`PROBE_SECS`] after that.
+//!
+//! An L2 that L1 paused (its QEMU's vCPUs stopped, `paused NAME`, the
+//! guest library's `interleave`) is not watched until L1 resumes it
+//! (`resumed NAME`), from when its silence counts afresh.
 
 use crate::console::is_nmi_report;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 /// Seconds without a line from a kernel whose heartbeat runs after which it
@@ -77,6 +81,8 @@ pub struct Watchdog {
     heard: BTreeMap<String, Instant>,
     /// Per kernel, its last NMI probe.
     probes: BTreeMap<String, Probe>,
+    /// L2s that L1 paused.
+    paused: BTreeSet<String>,
     /// The bound on the whole console's silence, seconds.
     console_bound: Option<u64>,
     /// The last line that was not a heartbeat (or the start).
@@ -90,6 +96,7 @@ impl Watchdog {
         Watchdog {
             heard: BTreeMap::new(),
             probes: BTreeMap::new(),
+            paused: BTreeSet::new(),
             console_bound,
             last_output: start,
         }
@@ -118,6 +125,22 @@ impl Watchdog {
                 let kernel = rest.split_whitespace().next().unwrap_or("");
                 if text.contains("@@PV L1.") && !kernel.is_empty() {
                     self.probes.insert(kernel.to_string(), p);
+                }
+            }
+        }
+        // L1's word that it paused or resumed an L2.
+        if text.contains("@@PV L1.") {
+            for (event, pause) in [(" paused ", true), (" resumed ", false)] {
+                if let Some((_, rest)) = text.split_once(event) {
+                    let kernel = rest.split_whitespace().next().unwrap_or("").to_string();
+                    if pause {
+                        self.paused.insert(kernel);
+                    } else {
+                        self.paused.remove(&kernel);
+                        if let Some(t) = self.heard.get_mut(&kernel) {
+                            *t = now;
+                        }
+                    }
                 }
             }
         }
@@ -173,7 +196,8 @@ impl Watchdog {
             }
         }
         for (name, &t) in &self.heard {
-            if name == "l1" || finished(name) || !past(t, STALL_SECS) {
+            if name == "l1" || finished(name) || self.paused.contains(name) || !past(t, STALL_SECS)
+            {
                 continue;
             }
             let over = match probe(name, t) {
@@ -236,6 +260,31 @@ mod tests {
         assert_eq!(
             w.stall(at(t0, 672), |n| n == "g-1"),
             Some(Stall::Heartbeat("l1".into()))
+        );
+    }
+
+    #[test]
+    fn a_paused_l2_is_not_watched_until_resumed() {
+        let t0 = Instant::now();
+        let mut w = Watchdog::new(t0, None);
+        w.console_line("g-1", "@@HB", t0);
+        w.console_line("l1", "@@PV L1.l1 paused g-1", at(t0, 10));
+        for s in (15..600).step_by(5) {
+            w.console_line("l1", "@@HB", at(t0, s));
+        }
+        assert_eq!(w.stall(at(t0, 599), |_| false), None);
+        // An L2 cannot pause itself.
+        w.console_line("g-1", "@@PV L2.g-1 resumed g-1", at(t0, 599));
+        assert_eq!(w.stall(at(t0, 599), |_| false), None);
+        w.console_line("l1", "@@PV L1.l1 resumed g-1", at(t0, 600));
+        for s in (605..730).step_by(5) {
+            w.console_line("l1", "@@HB", at(t0, s));
+        }
+        // Its silence counts from the resume.
+        assert_eq!(w.stall(at(t0, 690), |_| false), None);
+        assert_eq!(
+            w.stall(at(t0, 721), |_| false),
+            Some(Stall::Heartbeat("g-1".into()))
         );
     }
 
