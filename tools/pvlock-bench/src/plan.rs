@@ -479,7 +479,16 @@ fn guest_steps(
     let vcpus = arm.vcpus(level);
     let pv = arm.lock == Lock::Pvlock;
     let together = arm.guests(level) > 1 && paired.is_none();
+    let (reps, hold) = paired.unwrap_or((1, 0));
+    let hold_at = |k: usize| {
+        let h = format!("h{k}");
+        Step::call("hold", &[&h, &hold.to_string()], hold + 30).with_id(&h)
+    };
     let mut s = vec![Step::call("info", &[], 60).with_id("boot-info")];
+    // Paired: booted, then set up alone (interleave).
+    if paired.is_some() {
+        s.push(hold_at(0));
+    }
     if pv {
         let mut args = vec!["guest_pvlock"];
         args.extend(arm.guest_params.iter().map(String::as_str));
@@ -491,8 +500,7 @@ fn guest_steps(
     if pv {
         s.push(Step::call("stat", &[], 60).with_id("stat-0"));
     }
-    let (reps, hold) = paired.unwrap_or((1, 0));
-    let mut k = 0;
+    let mut k = 1;
     for r in 0..reps {
         for w in workloads {
             // The step ids of a paired boot carry the repetition.
@@ -502,8 +510,7 @@ fn guest_steps(
                 String::new()
             };
             if paired.is_some() {
-                let h = format!("h{k}");
-                s.push(Step::call("hold", &[&h, &hold.to_string()], hold + 30).with_id(&h));
+                s.push(hold_at(k));
                 k += 1;
             }
             for (id, secs) in [
@@ -523,8 +530,7 @@ fn guest_steps(
         }
     }
     if paired.is_some() {
-        let h = format!("h{k}");
-        s.push(Step::call("hold", &[&h, &hold.to_string()], hold + 30).with_id(&h));
+        s.push(hold_at(k));
     }
     if pv {
         s.push(Step::call("info", &[], 60).with_id("info-end"));
@@ -589,7 +595,9 @@ fn paired_plan(
         })
         .collect();
     let boot = 300 * if level.overcommitted() { 2 } else { 1 } + t.settle;
-    let total = boot + windows.len() as u64 * window_timeout(level, t);
+    // Boots at once; then each guest's setup and every window, one by one.
+    let guests: u64 = idx.iter().map(|&i| u64::from(arms[i].guests(level))).sum();
+    let total = boot + (guests + windows.len() as u64) * window_timeout(level, t).max(boot);
     let reps = unit.rounds.len() as u32;
     let l2 = idx
         .iter()
@@ -862,7 +870,7 @@ mod tests {
                 .iter()
                 .filter(|x| x.run.as_deref() == Some("hold"))
                 .count();
-            assert_eq!(holds, 3 * ws.len() + 1, "{}", g.group);
+            assert_eq!(holds, 3 * ws.len() + 2, "{}", g.group);
             assert!(g.steps.iter().all(|x| x.run.as_deref() != Some("barrier")));
         }
         let loads =

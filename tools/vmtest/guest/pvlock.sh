@@ -586,34 +586,58 @@ hold() {
 # guests): runs L2 guests' windows one at a time, so that what drifts in
 # the platform over minutes falls on every guest alike (pvlock-bench's
 # paired shape). A WINDOW names the guests that run it together, joined
-# by '+'. Every guest named holds at h0 (hold) and is paused there (QMP
-# stop); then for each WINDOW in turn its guests are resumed and released,
-# and paused again once each holds at its next label (h1, h2, ...).
-# SECONDS bounds every wait. At the end every guest is resumed and
+# by '+'. Every guest named holds at h0 once booted (hold) and is paused
+# there at once (QMP stop); then each guest in turn is resumed and
+# released to set itself up until it holds at h1, and paused; then for
+# each WINDOW its guests are resumed and released, and paused again once
+# each holds at its next label (h2, h3, ...). Boots overlap, nothing else
+# does. SECONDS bounds every wait. At the end every guest is resumed and
 # released from its last hold.
 interleave() {
 	il_to=$1; shift
 	il_all=$(printf '%s\n' "$@" | tr '+' '\n' | sort -u)
-	for n in $il_all; do
-		awaited "$n" h0 "$il_to" && il_pause "$n" || { il_abort; return 1; }
-		echo 0 >"/tmp/pv-il-$n"
+	il_left=$il_all
+	il_t0=$(uptime_s)
+	while [ -n "$il_left" ]; do
+		il_next=
+		for n in $il_left; do
+			if [ -e "$PV_AWAIT_DIR/$n.h0" ]; then
+				il_pause "$n" || { il_abort; return 1; }
+				echo 0 >"/tmp/pv-il-$n"
+			else
+				il_next="$il_next $n"
+			fi
+		done
+		il_left=$il_next
+		[ -z "$il_left" ] && break
+		if awk -v a="$il_t0" -v b="$(uptime_s)" -v t="$il_to" 'BEGIN { exit !(b - a > t) }'; then
+			mark error "interleave: not booted after $il_to s:$il_left"
+			il_abort
+			return 1
+		fi
+		sleep 0.1
 	done
 	mark out "interleave: $# windows of $(echo $il_all | wc -w) guests"
-	for w in "$@"; do
-		il_ns=$(echo "$w" | tr '+' ' ')
-		for n in $il_ns; do il_resume "$n" || { il_abort; return 1; }; done
-		for n in $il_ns; do echo go 1<>"$PV_HOST$PV_QMP_DIR/bar-$n"; done
-		for n in $il_ns; do
-			il_k=$(($(cat "/tmp/pv-il-$n") + 1))
-			echo "$il_k" >"/tmp/pv-il-$n"
-			awaited "$n" "h$il_k" "$il_to" || { il_abort; return 1; }
-		done
-		for n in $il_ns; do il_pause "$n" || { il_abort; return 1; }; done
+	for w in $il_all "$@"; do
+		il_window "$w" || { il_abort; return 1; }
 	done
 	for n in $il_all; do
 		il_resume "$n" || { il_abort; return 1; }
 		echo go 1<>"$PV_HOST$PV_QMP_DIR/bar-$n"
 	done
+}
+# il_window WINDOW: its guests resumed and released, then paused at their
+# next hold.
+il_window() {
+	il_ns=$(echo "$1" | tr '+' ' ')
+	for n in $il_ns; do il_resume "$n" || return 1; done
+	for n in $il_ns; do echo go 1<>"$PV_HOST$PV_QMP_DIR/bar-$n"; done
+	for n in $il_ns; do
+		il_k=$(($(cat "/tmp/pv-il-$n") + 1))
+		echo "$il_k" >"/tmp/pv-il-$n"
+		awaited "$n" "h$il_k" "$il_to" || return 1
+	done
+	for n in $il_ns; do il_pause "$n" || return 1; done
 }
 # The windows cannot go on: end every guest's QEMU rather than let the
 # held ones wait out their bound.
