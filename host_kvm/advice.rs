@@ -56,8 +56,8 @@ pub(crate) struct Sample {
     pub(crate) vcpus: u32,
     /// The CPUs its vCPU threads may run on.
     pub(crate) cpus: u32,
-    /// What the other VMs' vCPU threads that may run on those CPUs asked
-    /// of them.
+    /// What the other VMs' vCPU threads asked of those CPUs (each
+    /// thread's demand spread evenly over the CPUs it may run on).
     pub(crate) others: u32,
     /// The largest share of the window (thousandths) that a vCPU spent
     /// preempted while it ran.
