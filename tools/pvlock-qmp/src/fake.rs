@@ -16,9 +16,26 @@ use std::thread::JoinHandle;
 /// QEMU's error `no NMI here`, after an event). It has two vCPUs, on
 /// threads 113 and 114 (`query-cpus-fast`).
 pub fn qemu(path: &Path, fail: bool) -> JoinHandle<Vec<String>> {
+    qemu_n(path, 1, fail)
+}
+
+/// [`qemu`] for `n` connections, one after the other; the commands of all
+/// of them.
+pub fn qemu_n(path: &Path, n: usize, fail: bool) -> JoinHandle<Vec<String>> {
     let l = UnixListener::bind(path).unwrap();
     std::thread::spawn(move || {
-        let (s, _) = l.accept().unwrap();
+        let mut got = Vec::new();
+        for _ in 0..n {
+            let (s, _) = l.accept().unwrap();
+            got.extend(serve(s, fail));
+        }
+        got
+    })
+}
+
+/// One connection of [`qemu_n`].
+fn serve(s: std::os::unix::net::UnixStream, fail: bool) -> Vec<String> {
+    {
         let mut w = s.try_clone().unwrap();
         let mut r = BufReader::new(s);
         writeln!(
@@ -62,7 +79,7 @@ pub fn qemu(path: &Path, fail: bool) -> JoinHandle<Vec<String>> {
             got.push(cmd);
         }
         got
-    })
+    }
 }
 
 /// What QEMU 10's HMP prints for `info registers -a` (trimmed): vCPU 0

@@ -304,3 +304,89 @@ fn a_bad_command_line_says_the_usage() {
         "pvlock-qmp: cannot connect to QMP at /nonexistent/qmp.sock: No such file or directory (os error 2)"
     );
 }
+
+/// `interleave` (the benchmark's paired boots): every guest paused once it
+/// holds at h0 (booted), each set up alone, then each window's guests
+/// resumed, released (a line to their barrier port) and paused at their
+/// next hold, in the order given; at the end every guest resumed and
+/// released; the harness told of every pause and resume. A guest that
+/// never boots ends the interleave with an error.
+#[test]
+fn l1_interleaves_the_guests_windows() {
+    let l1 = L1::new();
+    // g-1: stop; setup cont+stop; two windows cont+stop; cont at the end.
+    let g = fake::qemu_n(&l1.sock("g-1"), 8, false);
+    let h = fake::qemu_n(&l1.sock("h-1"), 6, false);
+    let aw = l1.path().join("await");
+    let tmp = l1.path().join("tmp");
+    std::fs::create_dir_all(&aw).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
+    // Every hold the guests will reach, there from the start.
+    for (n, last) in [("g-1", 3), ("h-1", 2)] {
+        for k in 0..=last {
+            std::fs::write(aw.join(format!("{n}.h{k}")), "").unwrap();
+        }
+        std::fs::write(l1.path().join(format!("host/run/bar-{n}")), "").unwrap();
+    }
+    let env = [
+        ("PV_AWAIT_DIR", aw.to_str().unwrap()),
+        ("PV_TMP", tmp.to_str().unwrap()),
+    ];
+    let Some((_, out)) = l1.sh("interleave 5 g-1 h-1 g-1; echo rc=$?", &env) else {
+        return;
+    };
+    let marks: Vec<&str> = out
+        .lines()
+        .filter(|l| !l.contains(" step-"))
+        .map(|l| l.trim_start_matches("@@PV L1.l1 "))
+        .collect();
+    assert_eq!(
+        marks,
+        [
+            "paused g-1",
+            "paused h-1",
+            "out interleave: 3 windows of 2 guests",
+            // Set up one at a time.
+            "resumed g-1",
+            "paused g-1",
+            "resumed h-1",
+            "paused h-1",
+            // The windows.
+            "resumed g-1",
+            "paused g-1",
+            "resumed h-1",
+            "paused h-1",
+            "resumed g-1",
+            "paused g-1",
+            // Let go.
+            "resumed g-1",
+            "resumed h-1",
+            "rc=0",
+        ],
+        "{out}"
+    );
+    let qmp = |v: Vec<String>| -> Vec<String> {
+        v.into_iter().filter(|c| c != "qmp_capabilities").collect()
+    };
+    assert_eq!(
+        qmp(g.join().unwrap()),
+        ["stop", "cont", "stop", "cont", "stop", "cont", "stop", "cont"]
+    );
+    assert_eq!(
+        qmp(h.join().unwrap()),
+        ["stop", "cont", "stop", "cont", "stop", "cont"]
+    );
+    let bar = std::fs::read_to_string(l1.path().join("host/run/bar-g-1")).unwrap();
+    assert_eq!(bar, "go\n");
+
+    // h-1 never boots: an error within the bound, and no window runs.
+    let g = fake::qemu_n(&l1.sock("g-2"), 1, false);
+    std::fs::write(aw.join("g-2.h0"), "").unwrap();
+    let (_, out) = l1.sh("interleave 1 g-2 h-2; echo rc=$?", &env).unwrap();
+    assert!(
+        out.contains("@@PV L1.l1 error interleave: not booted after 1 s: h-2"),
+        "{out}"
+    );
+    assert!(out.ends_with("rc=1\n") && !out.contains("resumed"), "{out}");
+    assert_eq!(qmp(g.join().unwrap()), ["stop"]);
+}

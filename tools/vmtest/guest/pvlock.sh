@@ -544,6 +544,8 @@ l2_relay() {
 # STATE; file $PV_AWAIT_DIR/NAME.STATE tells L1's steps (a scenario that
 # must not change the host's load before the guest is where it expects).
 PV_AWAIT_DIR=${PV_AWAIT_DIR:-/tmp/pv-await}
+# L1's files about its L2s (seen, interleave's counters); tests set it.
+PV_TMP=${PV_TMP:-/tmp}
 l2_awaited() {
 	mkdir -p "$PV_AWAIT_DIR" && : >"$PV_AWAIT_DIR/$1.${2%% *}"
 }
@@ -603,7 +605,7 @@ interleave() {
 		for n in $il_left; do
 			if [ -e "$PV_AWAIT_DIR/$n.h0" ]; then
 				il_pause "$n" || { il_abort; return 1; }
-				echo 0 >"/tmp/pv-il-$n"
+				echo 0 >"$PV_TMP/pv-il-$n"
 			else
 				il_next="$il_next $n"
 			fi
@@ -633,8 +635,8 @@ il_window() {
 	for n in $il_ns; do il_resume "$n" || return 1; done
 	for n in $il_ns; do echo go 1<>"$PV_HOST$PV_QMP_DIR/bar-$n"; done
 	for n in $il_ns; do
-		il_k=$(($(cat "/tmp/pv-il-$n") + 1))
-		echo "$il_k" >"/tmp/pv-il-$n"
+		il_k=$(($(cat "$PV_TMP/pv-il-$n") + 1))
+		echo "$il_k" >"$PV_TMP/pv-il-$n"
 		awaited "$n" "h$il_k" "$il_to" || return 1
 	done
 	for n in $il_ns; do il_pause "$n" || return 1; done
@@ -653,7 +655,7 @@ il_abort() {
 }
 # "paused NAME" and "resumed NAME" tell the harness's watchdog too.
 il_pause() {
-	: >"/tmp/pv-seen-$1.held"
+	: >"$PV_TMP/pv-seen-$1.held"
 	il_out=$("$PV_QMP" "$(qmp_sock "$1")" stop 2>&1) || { mark error "interleave: stop $1: $il_out"; return 1; }
 	mark paused "$1"
 }
@@ -661,8 +663,8 @@ il_resume() {
 	il_out=$("$PV_QMP" "$(qmp_sock "$1")" cont 2>&1) || { mark error "interleave: cont $1: $il_out"; return 1; }
 	# Its silence counts from now (l2_watch).
 	read -r il_up _ </proc/uptime
-	echo "${il_up%.*}" >"/tmp/pv-seen-$1"
-	rm -f "/tmp/pv-seen-$1.held"
+	echo "${il_up%.*}" >"$PV_TMP/pv-seen-$1"
+	rm -f "$PV_TMP/pv-seen-$1.held"
 	mark resumed "$1"
 }
 
@@ -814,7 +816,7 @@ migrate() {
 		(
 			l2_qemu "$m_name" "$m_g" "$m_cpus" "$m_mem" "$m_model" "$m_to" "$m_new" -incoming "$m_uri"
 			echo "@@PV $LV l2-exit $m_name rc=$?"
-		) | l2_relay "$m_name" "/tmp/pv-seen-$m_name" &
+		) | l2_relay "$m_name" "$PV_TMP/pv-seen-$m_name" &
 		m_n=0
 		while [ ! -S "$m_dir/mig-$m_name.sock" ]; do
 			[ $m_n -lt 600 ] || { mark error "migrate: $m_name round=$m_i: the destination did not start"; return 1; }
@@ -871,7 +873,7 @@ l2() {
 		i=1
 		while [ $i -le "$n" ]; do
 			name=$g-$i
-			seen=/tmp/pv-seen-$name
+			seen=$PV_TMP/pv-seen-$name
 			rm -f "$PV_HOST$PV_QMP_DIR/qmp-$name.sock" "$PV_HOST$PV_QMP_DIR/bar-$name" "$seen" "$seen.done"
 			# The guest's second serial port: barriers (l2_barrier).
 			mkfifo "$PV_HOST$PV_QMP_DIR/bar-$name"
