@@ -502,13 +502,13 @@ fn guest_steps(
     }
     let mut k = 1;
     for r in 0..reps {
+        // The step ids of a paired boot carry the repetition.
+        let sfx = if paired.is_some() {
+            format!("-r{r}")
+        } else {
+            String::new()
+        };
         for w in workloads {
-            // The step ids of a paired boot carry the repetition.
-            let sfx = if paired.is_some() {
-                format!("-r{r}")
-            } else {
-                String::new()
-            };
             if paired.is_some() {
                 s.push(hold_at(k));
                 k += 1;
@@ -595,9 +595,11 @@ fn paired_plan(
         })
         .collect();
     let boot = 300 * if level.overcommitted() { 2 } else { 1 } + t.settle;
+    // interleave's bound on each wait: the boots, a setup, a window.
+    let wait = window_timeout(level, t).max(boot);
     // Boots at once; then each guest's setup and every window, one by one.
     let guests: u64 = idx.iter().map(|&i| u64::from(arms[i].guests(level))).sum();
-    let total = boot + (guests + windows.len() as u64) * window_timeout(level, t).max(boot);
+    let total = boot + (guests + windows.len() as u64) * wait;
     let reps = unit.rounds.len() as u32;
     let l2 = idx
         .iter()
@@ -608,7 +610,7 @@ fn paired_plan(
         .collect();
     let groups: Vec<String> = idx.iter().map(|&i| group(i)).collect();
     let groups: Vec<&str> = groups.iter().map(String::as_str).collect();
-    let mut args = vec![window_timeout(level, t).max(boot).to_string()];
+    let mut args = vec![wait.to_string()];
     args.extend(windows);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut boot_all = Step::boot(&groups, total + 120).with_id("guests");
@@ -714,6 +716,12 @@ fn one_by_one(
 mod tests {
     use super::*;
 
+    const T: Timing = Timing {
+        settle: 5,
+        warmup: 3,
+        measure: 10,
+    };
+
     /// Each treatment once per place, and each ordered pair of neighbours
     /// equally often: what makes a Williams design balanced.
     fn balanced(rows: &[Vec<usize>], k: usize) {
@@ -768,11 +776,6 @@ mod tests {
 
     #[test]
     fn every_arm_gets_the_same_plan_but_its_lock() {
-        let t = Timing {
-            settle: 5,
-            warmup: 3,
-            measure: 10,
-        };
         let arms = arms(Level::X1, &[], Shape::Shared);
         let order: Vec<usize> = (0..arms.len()).collect();
         let s = scenario(
@@ -783,7 +786,7 @@ mod tests {
             },
             &arms,
             &Workload::ALL,
-            &t,
+            &T,
         )
         .unwrap();
         assert!(!s.l1.record);
@@ -825,21 +828,17 @@ mod tests {
 
     /// A paired boot: every arm's guests booted once, one window per
     /// repetition and workload, in each repetition's order, every guest
-    /// holding once more than its windows; host_kvm loaded once.
+    /// holding twice more than its windows (booted, set up); host_kvm
+    /// loaded once.
     #[test]
     fn a_paired_boot_interleaves_every_repetition() {
-        let t = Timing {
-            settle: 5,
-            warmup: 3,
-            measure: 10,
-        };
         let arms = arms(Level::Two, &[], Shape::Paired);
         let u = units(&[(Level::Two, arms.len())], 3, Shape::Paired, 5);
         assert_eq!(u.len(), 1);
         let u = &u[0];
         assert!(u.paired && u.rounds.len() == 3);
         let ws = [Workload::Lt, Workload::Mm];
-        let s = scenario(u, &arms, &ws, &t).unwrap();
+        let s = scenario(u, &arms, &ws, &T).unwrap();
         assert_eq!(s.l2.len(), arms.len());
         let il =
             s.l1.steps
@@ -883,7 +882,7 @@ mod tests {
         let mech = Arm::mechanism("host_kvm.yield_to_target=0").unwrap();
         let arms = super::arms(Level::X2, &[mech], Shape::Paired);
         let u = units(&[(Level::X2, arms.len())], 1, Shape::Paired, 5);
-        assert!(scenario(&u[0], &arms, &ws, &t).is_err());
+        assert!(scenario(&u[0], &arms, &ws, &T).is_err());
     }
 
     #[test]

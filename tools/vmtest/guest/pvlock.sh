@@ -22,6 +22,8 @@ mark() {
 }
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
 elapsed() { awk -v a="$1" -v b="$(uptime_s)" 'BEGIN { printf "%.2f", b - a }'; }
+# past T0 SECONDS: more than SECONDS have passed since uptime T0.
+past() { awk -v a="$1" -v b="$(uptime_s)" -v t="$2" 'BEGIN { exit !(b - a > t) }'; }
 
 # step ID TIMEOUT FUNCTION ARGS...: run a step, bounded, with begin/end marks.
 step() {
@@ -111,8 +113,7 @@ locktorture() {
 	[ "$nw" = 0 ] && nw=$((2 * $(nproc)))
 	if [ "$secs" = release ]; then
 		# Open before the writers start, so L1's line cannot come first.
-		exec 4<>"$PV_BAR_PORT" || { mark locktorture "error=[no port $PV_BAR_PORT]"; return 1; }
-		stty raw -echo <&4 2>/dev/null
+		bar_open || { mark locktorture "error=[no port $PV_BAR_PORT]"; return 1; }
 	fi
 	dmesg -c >/dev/null
 	t0=$(uptime_s)
@@ -121,8 +122,8 @@ locktorture() {
 		return 1
 	fi
 	if [ "$secs" = release ]; then
-		read -r -t 600 _ <&4 || mark locktorture "error=[no release from L1 in 600 s]"
-		exec 4<&-
+		read -r -t 600 _ <&3 || mark locktorture "error=[no release from L1 in 600 s]"
+		exec 3<&-
 	else
 		sleep "$secs"
 	fi
@@ -561,7 +562,7 @@ await_guest() {
 awaited() {
 	aw_t0=$(uptime_s)
 	while [ ! -e "$PV_AWAIT_DIR/$1.$2" ]; do
-		awk -v a="$aw_t0" -v b="$(uptime_s)" -v t="$3" 'BEGIN { exit !(b - a > t) }' &&
+		past "$aw_t0" "$3" &&
 			{ mark error "await: $1 not $2 after $3 s"; return 1; }
 		sleep 0.05
 	done
@@ -572,8 +573,7 @@ awaited() {
 # turns into a file, l2_awaited) and reads a line from the barrier port,
 # open before the mark as in barrier.
 hold() {
-	exec 3<>"$PV_BAR_PORT" || { mark error "hold $1: cannot open $PV_BAR_PORT"; return 1; }
-	stty raw -echo <&3 2>/dev/null
+	bar_open || { mark error "hold $1: cannot open $PV_BAR_PORT"; return 1; }
 	# (A word after the label: the console's line ends in a CR.)
 	mark held "$1 up=$(uptime_s)"
 	if ! read -r -t "$2" _ <&3; then
@@ -612,7 +612,7 @@ interleave() {
 		done
 		il_left=$il_next
 		[ -z "$il_left" ] && break
-		if awk -v a="$il_t0" -v b="$(uptime_s)" -v t="$il_to" 'BEGIN { exit !(b - a > t) }'; then
+		if past "$il_t0" "$il_to"; then
 			mark error "interleave: not booted after $il_to s:$il_left"
 			il_abort
 			return 1
@@ -625,7 +625,7 @@ interleave() {
 	done
 	for n in $il_all; do
 		il_resume "$n" || { il_abort; return 1; }
-		echo go 1<>"$PV_HOST$PV_QMP_DIR/bar-$n"
+		l2_go "$n"
 	done
 }
 # il_window WINDOW: its guests resumed and released, then paused at their
@@ -633,7 +633,7 @@ interleave() {
 il_window() {
 	il_ns=$(echo "$1" | tr '+' ' ')
 	for n in $il_ns; do il_resume "$n" || return 1; done
-	for n in $il_ns; do echo go 1<>"$PV_HOST$PV_QMP_DIR/bar-$n"; done
+	for n in $il_ns; do l2_go "$n"; done
 	for n in $il_ns; do
 		il_k=$(($(cat "$PV_TMP/pv-il-$n") + 1))
 		echo "$il_k" >"$PV_TMP/pv-il-$n"
@@ -668,6 +668,11 @@ il_resume() {
 	mark resumed "$1"
 }
 
+# l2_go NAME: a line to L2 NAME's second serial port (a FIFO that its QEMU
+# reads), which lets on a guest waiting there (barrier, hold, locktorture
+# ... release). Read-write: never blocks, even if that guest's QEMU is gone.
+l2_go() { echo go 1<>"$PV_HOST$PV_QMP_DIR/bar-$1"; }
+
 # l2_barrier NAME LABEL: L2 NAME reached barrier LABEL. Once all
 # $PV_BAR_N guests of this l2 step have, a line to each one's second serial
 # port (a FIFO that its QEMU reads) lets them on. Of the relays that see the
@@ -682,8 +687,7 @@ l2_barrier() {
 	b_open=$b_dir.open.$$
 	mv "$b_dir" "$b_open" 2>/dev/null || return 0
 	for b_g in "$b_open"/*; do
-		# Read-write: never blocks, even if that guest's QEMU is gone.
-		echo go 1<>"$PV_HOST$PV_QMP_DIR/bar-${b_g##*/}"
+		l2_go "${b_g##*/}"
 	done
 	mark barrier-open "$2 guests=$(ls "$b_open" | tr '\n' ' ')"
 	rm -rf "$b_open"
@@ -786,7 +790,7 @@ snapshots() {
 # release NAME (L1): ends L2 NAME's "locktorture ... release" run, with a
 # line to its second serial port (as l2_barrier).
 release() {
-	echo go 1<>"$PV_HOST$PV_QMP_DIR/bar-$1" || { mark error "release: $1: no port"; return 1; }
+	l2_go "$1" || { mark error "release: $1: no port"; return 1; }
 	mark out "released $1"
 }
 
@@ -962,10 +966,15 @@ hackbench() {
 # (l2_barrier). The port is open before the mark, so the line cannot come
 # before anyone reads it.
 PV_BAR_PORT=${PV_BAR_PORT:-/dev/ttyS1}
+# bar_open: the port as fd 3, raw (barrier, hold, locktorture ... release).
+bar_open() {
+	exec 3<>"$PV_BAR_PORT" || return 1
+	stty raw -echo <&3 2>/dev/null
+	return 0
+}
 barrier() {
 	[ -e "$PV_BAR_PORT" ] || { mark barrier-error "$1 no port $PV_BAR_PORT"; return 1; }
-	exec 3<>"$PV_BAR_PORT" || { mark barrier-error "$1 cannot open $PV_BAR_PORT"; return 1; }
-	stty raw -echo <&3 2>/dev/null
+	bar_open || { mark barrier-error "$1 cannot open $PV_BAR_PORT"; return 1; }
 	b_t0=$(uptime_s)
 	mark barrier "$1"
 	if read -r -t "${2:-120}" _ <&3; then
