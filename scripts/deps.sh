@@ -31,10 +31,14 @@ src_file() { printf '%s\n' "$@"; }
 # --- apt suites --------------------------------------------------------------
 BPO_LIST=/etc/apt/sources.list.d/pvlock-backports.sources
 BPO_PIN=/etc/apt/preferences.d/pvlock-trixie-backports
-want_sources=$(cat <<'S'
+# The machine's own Debian archive, as its main sources name it.
+DEB_URI=$(awk '$1 == "URIs:" && $2 !~ /-security$/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null)
+[ -n "$DEB_URI" ] || DEB_URI=$(awk '$1 == "deb" && $2 !~ /^\[/ && $2 !~ /-security/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
+[ -n "$DEB_URI" ] || { echo "deps: no Debian archive in this machine's apt sources" >&2; exit 1; }
+want_sources=$(cat <<S
 # added by pvlock scripts/deps.sh
 Types: deb deb-src
-URIs: http://deb.debian.org/debian
+URIs: $DEB_URI
 Suites: bookworm-backports trixie-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
