@@ -206,6 +206,78 @@ fn l1_records_the_ipis_and_wakeups_of_an_l2s_vcpus() {
         "{out}"
     );
     assert_eq!(lines(&out).len(), 1, "{out}");
+
+    // The guest's QEMU gone before its report reached L1: the threads
+    // l2_runq saw at boot, said so.
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::write(
+        tmp.join("pv-threads-g-2"),
+        "cpu=0 thread=113\ncpu=1 thread=114\n",
+    )
+    .unwrap();
+    let script = format!("WI={}; irqrec g-2", dir.display());
+    let (_, out) = l1
+        .sh(&script, &[("PV_TMP", tmp.to_str().unwrap())])
+        .unwrap();
+    let got = lines(&out);
+    assert!(
+        got[0].starts_with(
+            "@@PV L1.l1 irqrec g-2 threads-at-boot why=[pvlock-qmp: cannot connect to QMP at "
+        ),
+        "{out}"
+    );
+    assert_eq!(got.len(), 3, "{out}");
+    assert!(
+        got.contains(&"@@PV L1.l1 irqrec g-2 cpu=0 thread=113 ipis=4 last_ipis=11.000001/252,12.000001/251,13.000001/251 wakeups=1 last_wakeups=10.100000 ipis_since_wakeup=3 first_since_wakeup=11.000001/252/from1 trace_until=13.100000"),
+        "{out}"
+    );
+}
+
+/// L1's release ends a guest's "locktorture ... release" run with an NMI
+/// through its QMP socket, once if the guest says it took it; else sent
+/// again, each time said, and an error after the sixth.
+#[test]
+fn l1_releases_a_guest_with_an_nmi_until_it_says_so() {
+    let l1 = L1::new();
+    let aw = l1.path().join("await");
+    std::fs::create_dir_all(&aw).unwrap();
+    let env = [
+        ("PV_AWAIT_DIR", aw.to_str().unwrap()),
+        ("PV_RELEASE_POLLS", "10"),
+    ];
+    std::fs::write(aw.join("g-1.released"), "").unwrap();
+    let server = fake::qemu(&l1.sock("g-1"), false);
+    let Some((_, out)) = l1.sh("release g-1; echo rc=$?", &env) else {
+        return;
+    };
+    assert_eq!(lines(&out), ["@@PV L1.l1 out released g-1", "rc=0"]);
+    assert_eq!(server.join().unwrap(), ["qmp_capabilities", "inject-nmi"]);
+
+    // A guest that never says: six NMIs, five resends said, an error.
+    let server = fake::qemu_n(&l1.sock("g-2"), 6, false);
+    let (_, out) = l1.sh("release g-2; echo rc=$?", &env).unwrap();
+    let again = "@@PV L1.l1 out release: g-2 said nothing in 1 s; sending again";
+    let mut want = Vec::new();
+    for _ in 0..5 {
+        want.extend(["@@PV L1.l1 out released g-2", again]);
+    }
+    want.extend([
+        "@@PV L1.l1 out released g-2",
+        "@@PV L1.l1 error release: g-2 said nothing of 6 NMIs",
+        "rc=1",
+    ]);
+    assert_eq!(lines(&out), want);
+    let nmis = server.join().unwrap();
+    assert_eq!(nmis.iter().filter(|c| *c == "inject-nmi").count(), 6);
+
+    // No QEMU there: an error at once.
+    let (_, out) = l1.sh("release g-3; echo rc=$?", &env).unwrap();
+    assert!(
+        out.starts_with("@@PV L1.l1 error release: g-3: pvlock-qmp: cannot connect to QMP at "),
+        "{out}"
+    );
+    assert!(out.ends_with("rc=1\n"), "{out}");
 }
 
 #[test]

@@ -295,3 +295,24 @@ fn a_guest_waits_at_a_barrier_for_l1s_line() {
     assert_eq!(l[4], "@@PV L2.g-1 barrier-error b2 timeout=1");
     assert_eq!(l[5], "rc=1");
 }
+
+/// `nmis` adds up the NMI row of /proc/interrupts, one column per CPU,
+/// and no other row (what locktorture's "release" waits on).
+#[test]
+fn nmis_adds_up_every_cpus_nmis() {
+    let bin = tempfile::tempdir().unwrap();
+    let proc = tempfile::tempdir().unwrap();
+    std::fs::write(
+        proc.path().join("interrupts"),
+        "           CPU0       CPU1       CPU2\n\
+         \x20 0:         45          0          0  IO-APIC   2-edge      timer\n\
+         NMI:          3          0         12   Non-maskable interrupts\n\
+         LOC:      16422      15021      14810   Local timer interrupts\n",
+    )
+    .unwrap();
+    let env = [("PV_PROC", proc.path().to_str().unwrap())];
+    let Some((_, out)) = sh("nmis", bin.path(), &env) else {
+        return;
+    };
+    assert_eq!(lines(&out), ["15"]);
+}
