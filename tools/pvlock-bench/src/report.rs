@@ -45,6 +45,12 @@ pub fn goals(level: Level, arms: &[Arm], workloads: &[Workload]) -> Vec<Goal> {
                 1.0,
                 "on a stock host, not slower than upstream",
             );
+            g(
+                "pvlock",
+                "pvlock-stock",
+                1.0,
+                "the host half pays (its waits and kicks / the stock kick)",
+            );
             for a in arms.iter().filter(|a| a.name.starts_with("pvlock ")) {
                 g(
                     "pvlock",
@@ -370,6 +376,11 @@ mod tests {
             }
             let mech = g.iter().any(|g| g.den == "pvlock early_halt=1");
             assert_eq!(mech, level.overcommitted());
+            // The host half against the stock kick, where it should help.
+            let host = g
+                .iter()
+                .any(|g| g.num == "pvlock" && g.den == "pvlock-stock");
+            assert_eq!(host, level.overcommitted());
         }
     }
 }
