@@ -244,7 +244,7 @@ fn l1_releases_a_guest_with_an_nmi_until_it_says_so() {
     std::fs::create_dir_all(&aw).unwrap();
     let env = [
         ("PV_AWAIT_DIR", aw.to_str().unwrap()),
-        ("PV_RELEASE_POLLS", "10"),
+        ("PV_RELEASE_EVERY", "1"),
     ];
     std::fs::write(aw.join("g-1.released"), "").unwrap();
     let server = fake::qemu(&l1.sock("g-1"), false);

@@ -355,16 +355,15 @@ l2_threads() {
 irqrec() {
 	ir_map=/tmp/pv-irqrec-$1
 	if ! l2_threads "$1" "$ir_map"; then
+		ir_why=$(tr '\n' ' ' <"$ir_map")
 		# The report may reach L1 after its guest has ended (the relay
 		# is behind): the threads l2_runq saw at boot, said.
-		if [ -s "$PV_TMP/pv-threads-$1" ]; then
-			mark irqrec "$1 threads-at-boot why=[$(tr '\n' ' ' <"$ir_map")]"
-			cp "$PV_TMP/pv-threads-$1" "$ir_map"
-		else
-			mark irqrec "$1 error=[$(tr '\n' ' ' <"$ir_map")]"
+		if ! { [ -s "$PV_TMP/pv-threads-$1" ] && cp "$PV_TMP/pv-threads-$1" "$ir_map"; }; then
+			mark irqrec "$1 error=[$ir_why]"
 			rm -f "$ir_map"
 			return 0
 		fi
+		mark irqrec "$1 threads-at-boot why=[$ir_why]"
 	fi
 	awk -v lv="$LV" -v g="$1" '
 	function last3(arr, key, n,  k, s) {
@@ -576,10 +575,14 @@ await_guest() {
 	mark out "$1 runs $2 after $(elapsed "$ag_t0") s"
 }
 awaited() {
-	aw_t0=$(uptime_s)
+	said "$@" || { mark error "await: $1 not $2 after $3 s"; return 1; }
+}
+# said NAME STATE SECONDS: whether L2 NAME says STATE within SECONDS
+# (l2_awaited's file), quietly.
+said() {
+	sd_t0=$(uptime_s)
 	while [ ! -e "$PV_AWAIT_DIR/$1.$2" ]; do
-		past "$aw_t0" "$3" &&
-			{ mark error "await: $1 not $2 after $3 s"; return 1; }
+		past "$sd_t0" "$3" && return 1
 		sleep 0.05
 	done
 }
@@ -804,26 +807,22 @@ snapshots() {
 }
 
 # release NAME (L1): ends L2 NAME's "locktorture ... release" run with
-# an NMI to its vCPUs (QMP inject-nmi), sent again every 10 s (each time
-# said) until the guest says it took one, at most 6 times. Not a line to
-# its serial port: after three loadvm the guest's serial input was lost
-# in 2 of 7 runs (make test and pvlock-snapshot, 2026-12-07), where the
-# NMI comes from KVM and no device's restored state.
-PV_RELEASE_POLLS=${PV_RELEASE_POLLS:-100}
+# an NMI to its vCPUs (QMP inject-nmi), sent again every PV_RELEASE_EVERY
+# seconds (each time said) until the guest says it took one, at most 6
+# times. Not a line to its serial port: after three loadvm the guest's
+# serial input was lost in 2 of 7 runs (make test and pvlock-snapshot,
+# 2026-12-07), where the NMI comes from KVM and no device's restored
+# state. (Not l2_nmi: its mark tells the harness of a silent guest.)
+PV_RELEASE_EVERY=${PV_RELEASE_EVERY:-10}
 release() {
 	rl_i=0
 	while :; do
 		rl_out=$("$PV_QMP" "$(qmp_sock "$1")" nmi 2>&1) || { mark error "release: $1: $rl_out"; return 1; }
 		mark out "released $1"
-		rl_n=0
-		while [ "$rl_n" -lt "$PV_RELEASE_POLLS" ]; do
-			[ -e "$PV_AWAIT_DIR/$1.released" ] && return 0
-			sleep 0.1; rl_n=$((rl_n + 1))
-		done
-		# Sent again, and said: the guest did not say it took the NMI.
+		said "$1" released "$PV_RELEASE_EVERY" && return 0
 		rl_i=$((rl_i + 1))
 		[ "$rl_i" -lt 6 ] || { mark error "release: $1 said nothing of $rl_i NMIs"; return 1; }
-		mark out "release: $1 said nothing in $((PV_RELEASE_POLLS / 10)) s; sending again"
+		mark out "release: $1 said nothing in $PV_RELEASE_EVERY s; sending again"
 	done
 }
 
